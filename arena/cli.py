@@ -1,0 +1,137 @@
+"""The ``arena`` command group: thin click wrappers over service functions.
+
+Also available as ``flask --app wsgi <command>``. Flask-Migrate adds ``arena db ...``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import click
+from flask import Flask, current_app
+from flask.cli import FlaskGroup, with_appcontext
+
+
+def ensure_instance() -> Path:
+    """Create the instance folder and a persistent secret key if missing; returns the folder.
+
+    Every server process must sign cookies with the same key, so it cannot be random per
+    process; it is written once to ``instance/config.py`` (not in git)."""
+    instance = Path(current_app.instance_path)
+    instance.mkdir(parents=True, exist_ok=True)
+    config_file = instance / "config.py"
+    if current_app.config.get("SECRET_KEY_EPHEMERAL") and "ARENA_SECRET_KEY" not in os.environ:
+        text = config_file.read_text() if config_file.exists() else ""
+        if "SECRET_KEY" not in text:
+            with config_file.open("a") as fh:
+                fh.write(f"SECRET_KEY = {secrets.token_hex(32)!r}\n")
+            os.chmod(config_file, 0o600)
+            click.echo(f"Wrote a new secret key to {config_file}")
+    return instance
+
+
+def upgrade_database() -> None:
+    from flask_migrate import upgrade
+
+    ensure_instance()
+    upgrade()
+
+
+@click.command("demo")
+@click.option("--prompts", "n_prompts", type=click.IntRange(1, 200), default=None,
+              help="Prompts with images (default: DEMO_PROMPTS, 24).")
+@click.option("--images", "n_images", type=click.IntRange(1, 8), default=None,
+              help="Images per model and prompt (default 4).")
+@with_appcontext
+def demo_command(n_prompts, n_images):
+    """Create the database and load the demo campaign (does nothing if already loaded)."""
+    from . import demo
+
+    upgrade_database()
+    if demo.demo_loaded():
+        click.echo("Demo campaign already loaded.")
+        return
+    cfg = current_app.config
+    total = (n_prompts or cfg["DEMO_PROMPTS"]) * len(demo.DEMO_MODELS) * (
+        n_images or cfg["DEMO_IMAGES_PER_MODEL"]
+    )
+    with click.progressbar(length=total, label="Drawing demo images") as bar:
+        counts = demo.load_demo(n_prompts, n_images, progress=lambda _step, n: bar.update(n))
+    click.echo(", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items()))
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--workers", default=2, show_default=True, type=int)
+@with_appcontext
+def serve_command(host, port, workers):
+    """Serve the app with gunicorn (upgrading the database schema first)."""
+    from gunicorn.app.base import BaseApplication
+
+    from . import create_app
+
+    upgrade_database()
+
+    class Server(BaseApplication):
+        def load_config(self):
+            self.cfg.set("bind", f"{host}:{port}")
+            self.cfg.set("workers", workers)
+            self.cfg.set("accesslog", "-")
+            self.cfg.set("forwarded_allow_ips", os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"))
+
+        def load(self):
+            return create_app()
+
+    click.echo(f"Arena is running at http://{host}:{port}  (Ctrl+C to stop)")
+    Server().run()
+
+
+@click.command("import-prompts")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", help="Prompt set name (default: the file name without extension).")
+@with_appcontext
+def import_prompts_command(path, name):
+    """Import a prompt set from a CSV/TSV (Prompt, Category columns) or JSON lines file."""
+    from .prompts import PromptFileError, import_prompts, read_prompt_file
+
+    try:
+        total = sum(1 for _ in read_prompt_file(path))
+        with click.progressbar(length=total, label=f"Importing {path.name}") as bar:
+            prompt_set = import_prompts(path, name=name, progress=bar.update)
+    except (PromptFileError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"Imported {total} prompts into set {prompt_set.name!r} (id {prompt_set.id}).")
+
+
+@click.group("elo")
+def elo_group():
+    """Online Elo ratings."""
+
+
+@elo_group.command("replay")
+@with_appcontext
+def elo_replay_command():
+    """Recompute online Elo and vote counters from the vote log, in vote-id order."""
+    from .voting import replay, vote_count
+
+    with click.progressbar(length=vote_count(), label="Replaying votes") as bar:
+        counts = replay(progress=bar.update)
+    for criterion, n in counts.items():
+        click.echo(f"{criterion}: {n} votes replayed")
+
+
+def register(app: Flask) -> None:
+    for command in (demo_command, serve_command, import_prompts_command, elo_group):
+        app.cli.add_command(command)
+
+
+def _make_app():
+    from . import create_app
+
+    return create_app()
+
+
+main = FlaskGroup(create_app=_make_app, help="Arena: human evaluation of image models.")

@@ -1,0 +1,256 @@
+"""The demo campaign: DrawBench prompts, four synthetic "models" whose images differ visibly
+and consistently in quality, comparisons for all three criteria and a few gold pairs.
+
+Images are drawn locally with Pillow and numpy (nothing is downloaded). Each prompt becomes a
+small scene: the colours and the number of objects named in the prompt, on a sky/ground
+background. The four demo models render it with decreasing care:
+
+=========  ============================================================================
+Aurora-XL  anti-aliased, soft shadows, right colours and count
+Brisk-2    aliased edges, slight blur, right colours and count
+Cobble-1   posterised, grainy, a stray fragment, count sometimes off by one
+Dusk-0.3   heavy noise and blur, wrong colours, glitch bands, blocky compression
+=========  ============================================================================
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from collections import defaultdict
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from flask import current_app
+from PIL import Image as PILImage
+from PIL import ImageDraw, ImageFilter, ImageOps
+from sqlalchemy import select
+
+from . import comparisons, images, prompts
+from .config import CRITERIA
+from .extensions import db
+from .models import GenModel, Prompt, PromptSet
+from .voting import ensure_ratings
+
+DEMO_MODELS = (
+    ("Aurora-XL", "Demo model: clean, anti-aliased renders.", 0),
+    ("Brisk-2", "Demo model: decent renders with jagged edges.", 1),
+    ("Cobble-1", "Demo model: grainy, posterised, sometimes miscounts.", 2),
+    ("Dusk-0.3", "Demo model: noisy, blurry, wrong colours.", 3),
+)
+PROMPT_SET_NAME = "DrawBench"
+SIZE = 512
+
+COLORS = {
+    "red": (214, 40, 40),
+    "blue": (40, 90, 210),
+    "green": (46, 160, 67),
+    "yellow": (240, 200, 30),
+    "black": (25, 25, 28),
+    "white": (245, 245, 240),
+    "pink": (240, 120, 170),
+    "orange": (245, 140, 30),
+    "purple": (130, 60, 170),
+    "brown": (120, 75, 40),
+    "gray": (128, 128, 128),
+    "grey": (128, 128, 128),
+}
+NUMBERS = {"one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+
+
+def shipped_prompt_file(name: str) -> Path:
+    """Path of a prompt file shipped with the app (``prompts/`` in a checkout or the wheel)."""
+    packaged = resources.files("arena").joinpath("prompts", name)
+    if packaged.is_file():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "prompts" / name
+
+
+def _seed(*parts) -> int:
+    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def scene_spec(text: str) -> dict:
+    """What a faithful image of ``text`` contains: object colours and count."""
+    words = re.findall(r"[a-z]+", text.lower())
+    rng = np.random.default_rng(_seed("scene", text))
+    named = [COLORS[w] for w in words if w in COLORS]
+    count = next((NUMBERS[w] for w in words if w in NUMBERS and w not in ("a", "an")), None)
+    count = count or int(rng.integers(1, 4))
+    palette = named or [tuple(int(c) for c in rng.integers(40, 230, 3)) for _ in range(2)]
+    shapes = [("ellipse", "rect", "triangle")[int(rng.integers(3))] for _ in range(count)]
+    sky = tuple(int(c) for c in rng.integers(120, 220, 3))
+    ground = tuple(int(c) for c in rng.integers(40, 140, 3))
+    return {"count": count, "palette": palette, "shapes": shapes, "sky": sky, "ground": ground}
+
+
+def render(text: str, quality: int, variant: int) -> PILImage.Image:
+    """Draw ``text``'s scene at quality level 0 (best) to 3 (worst); ``variant`` jitters it."""
+    spec = scene_spec(text)
+    rng = np.random.default_rng(_seed("render", text, quality, variant))
+    scale = 2 if quality == 0 else 1
+    n = SIZE * scale
+    count = spec["count"]
+    palette = list(spec["palette"])
+    if quality == 2 and rng.random() < 0.5:
+        count = max(1, count + int(rng.choice([-1, 1])))
+    if quality == 3:
+        count = max(1, count + int(rng.choice([-1, 1, 2])))
+        palette = [tuple(int(c) for c in rng.integers(0, 255, 3)) for _ in palette]
+
+    # Sky and ground as vertical gradients.
+    horizon = int(n * (0.55 + 0.1 * rng.random()))
+    y = np.linspace(0, 1, n)[:, None, None]
+    sky = np.array(spec["sky"], float)
+    ground = np.array(spec["ground"], float)
+    arr = np.where(
+        np.arange(n)[:, None, None] < horizon,
+        sky * (0.75 + 0.35 * y),
+        ground * (1.1 - 0.4 * y),
+    )
+    arr = np.broadcast_to(arr, (n, n, 3)).clip(0, 255).astype(np.uint8)
+    img = PILImage.fromarray(arr, "RGB")
+    draw = ImageDraw.Draw(img, "RGBA")
+
+    slot = n / (count + 1)
+    for i in range(count):
+        color = palette[i % len(palette)]
+        shape = spec["shapes"][i % len(spec["shapes"])]
+        cx = slot * (i + 1) + rng.normal(0, slot * 0.08)
+        r = min(slot * 0.38, n * 0.2) * (0.9 + 0.2 * rng.random())
+        cy = horizon - r * (0.6 + 0.2 * rng.random())
+        if quality <= 1:  # a soft contact shadow on the ground
+            draw.ellipse(
+                (cx - r, horizon - r * 0.05, cx + r, horizon + r * 0.25), fill=(0, 0, 0, 70)
+            )
+        box = (cx - r, cy - r, cx + r, cy + r)
+        if shape == "ellipse":
+            draw.ellipse(box, fill=color + (255,))
+        elif shape == "rect":
+            draw.rounded_rectangle(box, radius=r * 0.2, fill=color + (255,))
+        else:
+            draw.polygon([(cx, cy - r), (cx + r, cy + r), (cx - r, cy + r)], fill=color + (255,))
+        if quality == 0:  # a highlight gives volume
+            draw.ellipse(
+                (cx - r * 0.5, cy - r * 0.6, cx - r * 0.1, cy - r * 0.2),
+                fill=(255, 255, 255, 60),
+            )
+    if quality >= 2:  # a stray, impossible fragment floating in the sky
+        fx, fy = rng.uniform(0.1, 0.9) * n, rng.uniform(0.05, 0.35) * n
+        fr = n * 0.06
+        draw.polygon(
+            [(fx, fy), (fx + fr * 2, fy + fr * 0.3), (fx + fr * 0.4, fy + fr * 1.4)],
+            fill=palette[0] + (200,),
+        )
+
+    if scale > 1:
+        img = img.resize((SIZE, SIZE), PILImage.Resampling.LANCZOS)
+    if quality == 1:
+        img = img.filter(ImageFilter.GaussianBlur(0.8))
+    if quality >= 2:
+        img = ImageOps.posterize(img, 3 if quality == 2 else 2)
+        sigma = 16 if quality == 2 else 38
+        noisy = np.asarray(img, float) + rng.normal(0, sigma, (SIZE, SIZE, 3))
+        img = PILImage.fromarray(noisy.clip(0, 255).astype(np.uint8), "RGB")
+    if quality == 3:
+        img = img.filter(ImageFilter.GaussianBlur(2.5))
+        arr = np.asarray(img).copy()
+        for _ in range(3):  # horizontal glitch bands shifted sideways
+            top, height = int(rng.integers(0, SIZE - 30)), int(rng.integers(6, 30))
+            band = arr[top : top + height]
+            arr[top : top + height] = np.roll(band, int(rng.integers(-80, 80)), axis=1)
+        img = PILImage.fromarray(arr, "RGB")
+        buf = io.BytesIO()
+        img.save(buf, "JPEG", quality=8)
+        img = PILImage.open(io.BytesIO(buf.getvalue())).convert("RGB")
+    return img
+
+
+def broken_image(text: str) -> PILImage.Image:
+    """An unmistakably wrong image for gold pairs: static, no scene, no named colours."""
+    rng = np.random.default_rng(_seed("broken", text))
+    blocks = rng.integers(0, 255, (16, 16, 3)).astype(np.uint8)
+    img = PILImage.fromarray(blocks, "RGB").resize((SIZE, SIZE), PILImage.Resampling.NEAREST)
+    noisy = np.asarray(img, float) * 0.5 + rng.normal(90, 60, (SIZE, SIZE, 3))
+    return PILImage.fromarray(noisy.clip(0, 255).astype(np.uint8), "RGB")
+
+
+def pick_demo_prompts(prompt_set: PromptSet, count: int) -> list[Prompt]:
+    """``count`` prompts spread round-robin over the set's categories, in file order."""
+    by_category: dict[str, list[Prompt]] = defaultdict(list)
+    for p in db.session.scalars(
+        select(Prompt).where(Prompt.prompt_set_id == prompt_set.id).order_by(Prompt.position)
+    ):
+        by_category[p.category or ""].append(p)
+    chosen: list[Prompt] = []
+    queues = list(by_category.values())
+    while len(chosen) < count and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < count:
+                chosen.append(queue.pop(0))
+    return chosen
+
+
+def demo_loaded() -> bool:
+    return db.session.scalar(select(GenModel).where(GenModel.name == DEMO_MODELS[0][0])) is not None
+
+
+def load_demo(
+    n_prompts: int | None = None, images_per_model: int | None = None, progress=None
+) -> dict[str, int]:
+    """Create the demo campaign and commit it. Safe to run twice: does nothing if loaded.
+
+    ``progress(step_name, n)`` is called as images are drawn, for a progress bar.
+    Returns counts of what was created.
+    """
+    cfg = current_app.config
+    n_prompts = n_prompts or cfg["DEMO_PROMPTS"]
+    images_per_model = images_per_model or cfg["DEMO_IMAGES_PER_MODEL"]
+    if demo_loaded():
+        return {}
+    prompt_set = db.session.scalar(select(PromptSet).where(PromptSet.name == PROMPT_SET_NAME))
+    if prompt_set is None:
+        prompt_set = prompts.import_prompts(
+            shipped_prompt_file("DrawBench.csv"), name=PROMPT_SET_NAME
+        )
+    chosen = pick_demo_prompts(prompt_set, n_prompts)
+    models = []
+    for name, description, quality in DEMO_MODELS:
+        model = GenModel(name=name, description=description)
+        db.session.add(model)
+        models.append((model, quality))
+    db.session.flush()
+    ensure_ratings([m.id for m, _ in models])
+    n_images = 0
+    for prompt in chosen:
+        for model, quality in models:
+            for k in range(images_per_model):
+                images.store(render(prompt.text, quality, k), model_id=model.id,
+                             prompt_id=prompt.id)
+                n_images += 1
+                if progress:
+                    progress("images", 1)
+        db.session.flush()
+    n_comparisons = comparisons.build_comparisons(
+        [p.id for p in chosen], target_votes=cfg["TARGET_VOTES"]
+    )
+    n_gold = 0
+    for criterion in CRITERIA:
+        for prompt in chosen[: cfg["DEMO_VALIDATION_PAIRS"]]:
+            good = images.store(render(prompt.text, 0, 99), model_id=None, prompt_id=prompt.id)
+            bad = images.store(broken_image(prompt.text), model_id=None, prompt_id=prompt.id)
+            db.session.flush()
+            comparisons.add_validation_pair(criterion, good, bad, prompt_id=prompt.id)
+            n_gold += 1
+    db.session.commit()
+    return {
+        "prompts": len(chosen),
+        "models": len(models),
+        "images": n_images,
+        "comparisons": n_comparisons,
+        "validation_pairs": n_gold,
+    }
+

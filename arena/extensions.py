@@ -1,0 +1,37 @@
+"""Extension singletons, bound to the app in ``create_app`` with ``init_app``."""
+
+import hashlib
+
+from flask import current_app, request
+from flask_limiter import Limiter
+from flask_migrate import Migrate
+from flask_sqlalchemy import SQLAlchemy
+from flask_wtf.csrf import CSRFProtect
+from sqlalchemy import MetaData
+from sqlalchemy.orm import DeclarativeBase
+
+# Stable constraint names, so Alembic migrations can drop and alter them on every backend.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def client_fingerprint() -> str:
+    """Rate-limit key: a keyed hash of the client address, so no raw IP reaches storage."""
+    secret = current_app.config["SECRET_KEY"]
+    addr = request.remote_addr or "unknown"
+    return hashlib.sha256(f"{secret}|{addr}".encode()).hexdigest()[:32]
+
+
+db = SQLAlchemy(model_class=Base)
+migrate = Migrate()
+csrf = CSRFProtect()
+limiter = Limiter(key_func=client_fingerprint)

@@ -1,0 +1,209 @@
+"""Tables and their small invariants. Domain logic lives in the service modules."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from .extensions import db
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def random_key() -> int:
+    """A random 31-bit key; matchmaking breaks ties by starting at a random point of it."""
+    return secrets.randbelow(2**31)
+
+
+class PromptSet(db.Model):
+    __tablename__ = "prompt_set"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    source: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Prompt(db.Model):
+    __tablename__ = "prompt"
+    __table_args__ = (UniqueConstraint("prompt_set_id", "position"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    prompt_set_id: Mapped[int] = mapped_column(ForeignKey("prompt_set.id"), index=True)
+    position: Mapped[int] = mapped_column(Integer)  # 1-based row number in the source file
+    text: Mapped[str] = mapped_column(Text)
+    category: Mapped[str | None] = mapped_column(String(120), index=True)
+
+    prompt_set: Mapped[PromptSet] = relationship()
+
+
+class GenModel(db.Model):
+    """A generative model taking part in the arena (``model`` in the design)."""
+
+    __tablename__ = "model"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    description: Mapped[str | None] = mapped_column(Text)
+    link: Mapped[str | None] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Image(db.Model):
+    """A stored, re-encoded image. ``sha256`` of the stored bytes is its public, opaque name."""
+
+    __tablename__ = "image"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    model_id: Mapped[int | None] = mapped_column(ForeignKey("model.id"), index=True)
+    prompt_id: Mapped[int | None] = mapped_column(ForeignKey("prompt.id"), index=True)
+    # Gold-standard assets (validation pairs) belong to no model and never reach a ranking.
+    is_real: Mapped[bool] = mapped_column(Boolean, default=False)
+    width: Mapped[int] = mapped_column(Integer)
+    height: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    model: Mapped[GenModel | None] = relationship()
+    prompt: Mapped[Prompt | None] = relationship()
+
+
+class Comparison(db.Model):
+    """A pair of images shown for one criterion until it has ``target_votes`` votes.
+
+    A validation (gold) comparison carries ``correct_image_id`` and never counts in rankings.
+    ``progress`` = votes * 1000 // target is kept in the vote transaction so matchmaking can
+    find the least-served comparisons through an index instead of scanning.
+    """
+
+    __tablename__ = "comparison"
+    __table_args__ = (
+        UniqueConstraint("criterion", "image_a_id", "image_b_id"),
+        CheckConstraint("image_a_id <> image_b_id", name="distinct_images"),
+        CheckConstraint("target_votes > 0", name="positive_target"),
+        Index("ix_comparison_queue", "criterion", "is_validation", "progress", "shuffle_key"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    criterion: Mapped[str] = mapped_column(String(20))
+    prompt_id: Mapped[int | None] = mapped_column(ForeignKey("prompt.id"), index=True)
+    image_a_id: Mapped[int] = mapped_column(ForeignKey("image.id"))
+    image_b_id: Mapped[int] = mapped_column(ForeignKey("image.id"))
+    is_validation: Mapped[bool] = mapped_column(Boolean, default=False)
+    correct_image_id: Mapped[int | None] = mapped_column(ForeignKey("image.id"))
+    target_votes: Mapped[int] = mapped_column(Integer, default=26)
+    votes_count: Mapped[int] = mapped_column(Integer, default=0)
+    progress: Mapped[int] = mapped_column(Integer, default=0)
+    shuffle_key: Mapped[int] = mapped_column(Integer, default=random_key)
+
+    prompt: Mapped[Prompt | None] = relationship()
+    image_a: Mapped[Image] = relationship(foreign_keys=[image_a_id])
+    image_b: Mapped[Image] = relationship(foreign_keys=[image_b_id])
+
+
+class Voter(db.Model):
+    """An anonymous voter. ``public_id`` is the pseudonym used in URLs and exports; the API
+    token is stored only as a SHA-256 hash. No IP address is ever stored."""
+
+    __tablename__ = "voter"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    public_id: Mapped[str] = mapped_column(String(32), unique=True)
+    token_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
+    age_group: Mapped[str | None] = mapped_column(String(10))
+    gender: Mapped[str | None] = mapped_column(String(20))
+    country: Mapped[str | None] = mapped_column(String(2))
+    continent: Mapped[str | None] = mapped_column(String(2))
+    trust: Mapped[float] = mapped_column(Float, default=1.0)
+    validations_passed: Mapped[int] = mapped_column(Integer, default=0)
+    validations_failed: Mapped[int] = mapped_column(Integer, default=0)
+    last_criterion: Mapped[str | None] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class VotingSession(db.Model):
+    __tablename__ = "session"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    public_id: Mapped[str] = mapped_column(String(32), unique=True)
+    voter_id: Mapped[int] = mapped_column(ForeignKey("voter.id"), index=True)
+    criterion: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    voter: Mapped[Voter] = relationship()
+    tasks: Mapped[list[Task]] = relationship(
+        back_populates="session", order_by="Task.position"
+    )
+
+
+class Task(db.Model):
+    """One comparison issued to one voter, with its left/right order fixed at issue time."""
+
+    __tablename__ = "task"
+    __table_args__ = (
+        UniqueConstraint("voter_id", "comparison_id"),
+        UniqueConstraint("session_id", "position"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("session.id"))
+    voter_id: Mapped[int] = mapped_column(ForeignKey("voter.id"))
+    comparison_id: Mapped[int] = mapped_column(ForeignKey("comparison.id"), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    left_image_id: Mapped[int] = mapped_column(ForeignKey("image.id"))
+    right_image_id: Mapped[int] = mapped_column(ForeignKey("image.id"))
+    issued_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    answered_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    session: Mapped[VotingSession] = relationship(back_populates="tasks")
+    comparison: Mapped[Comparison] = relationship()
+    left_image: Mapped[Image] = relationship(foreign_keys=[left_image_id])
+    right_image: Mapped[Image] = relationship(foreign_keys=[right_image_id])
+
+
+class Vote(db.Model):
+    """The vote log, source of truth for every derived number. One row per task at most.
+
+    Winner and loser models are copied in so rankings aggregate with one GROUP BY.
+    """
+
+    __tablename__ = "vote"
+    __table_args__ = (
+        CheckConstraint("choice IN ('left', 'right')", name="choice_side"),
+        Index("ix_vote_criterion_models", "criterion", "winner_model_id", "loser_model_id"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("task.id"), unique=True)
+    voter_id: Mapped[int] = mapped_column(ForeignKey("voter.id"), index=True)
+    comparison_id: Mapped[int] = mapped_column(ForeignKey("comparison.id"))
+    criterion: Mapped[str] = mapped_column(String(20))
+    choice: Mapped[str] = mapped_column(String(5))
+    winner_image_id: Mapped[int] = mapped_column(ForeignKey("image.id"))
+    loser_image_id: Mapped[int] = mapped_column(ForeignKey("image.id"))
+    winner_model_id: Mapped[int | None] = mapped_column(ForeignKey("model.id"))
+    loser_model_id: Mapped[int | None] = mapped_column(ForeignKey("model.id"))
+    is_validation: Mapped[bool] = mapped_column(Boolean, default=False)
+    correct: Mapped[bool | None] = mapped_column(Boolean)
+    response_ms: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class EloRating(db.Model):
+    """Online Elo of one model for one criterion, updated in each vote's transaction."""
+
+    __tablename__ = "elo_rating"
+    criterion: Mapped[str] = mapped_column(String(20), primary_key=True)
+    model_id: Mapped[int] = mapped_column(ForeignKey("model.id"), primary_key=True)
+    rating: Mapped[float] = mapped_column(Float)
+    votes: Mapped[int] = mapped_column(Integer, default=0)
+    wins: Mapped[int] = mapped_column(Integer, default=0)
+
+    model: Mapped[GenModel] = relationship()

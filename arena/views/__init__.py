@@ -1,0 +1,1 @@
+"""Blueprints: thin views that parse a request, call one service and render."""

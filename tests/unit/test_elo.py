@@ -1,0 +1,64 @@
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arena.ranking.elo import EloParams, elo_update, expected_score, replay_elo
+
+
+def test_equal_ratings_move_by_half_k():
+    assert elo_update(1000.0, 1000.0, 1.0) == (1002.0, 998.0)
+    assert elo_update(1000.0, 1000.0, 0.0, EloParams(k=32)) == (984.0, 1016.0)
+
+
+def test_expected_score_matches_the_logistic_formula():
+    # 400 points apart on base 10: 10/11 expected for the stronger side.
+    assert expected_score(1400.0, 1000.0) == pytest.approx(10 / 11)
+    assert expected_score(1000.0, 1000.0) == 0.5
+
+
+def test_upset_moves_more_than_expected_win():
+    strong, weak = 1200.0, 1000.0
+    gain_expected = elo_update(strong, weak, 1.0)[0] - strong
+    gain_upset = elo_update(weak, strong, 1.0)[0] - weak
+    assert gain_upset > gain_expected > 0
+
+
+def test_replay_equals_sequential_updates():
+    games = [(0, 1, 1.0), (1, 2, 0.0), (2, 0, 0.5), (0, 2, 1.0)]
+    r = [1000.0] * 3
+    for a, b, s in games:
+        r[a], r[b] = elo_update(r[a], r[b], s)
+    assert np.array_equal(replay_elo(games, 3), np.array(r))
+
+
+@pytest.mark.parametrize("game", [(0, 0, 1.0), (0, 3, 1.0), (-1, 0, 1.0), (0, 1, 1.5)])
+def test_replay_rejects_invalid_games(game):
+    with pytest.raises(ValueError):
+        replay_elo([game], 3)
+
+
+def test_invalid_params_are_refused():
+    with pytest.raises(ValueError):
+        EloParams(k=0)
+
+
+games_strategy = st.lists(
+    st.tuples(st.integers(0, 4), st.integers(0, 4), st.sampled_from([0.0, 0.5, 1.0])).filter(
+        lambda g: g[0] != g[1]
+    ),
+    max_size=200,
+)
+
+
+@given(games_strategy)
+def test_total_rating_is_conserved(games):
+    ratings = replay_elo(games, 5)
+    assert ratings.sum() == pytest.approx(5000.0)
+
+
+@given(games_strategy, st.permutations(range(5)))
+def test_relabelling_items_relabels_ratings(games, perm):
+    base = replay_elo(games, 5)
+    relabelled = replay_elo([(perm[a], perm[b], s) for a, b, s in games], 5)
+    assert np.allclose(relabelled[list(perm)], base)

@@ -1,0 +1,109 @@
+import itertools
+
+import numpy as np
+import pytest
+from sqlalchemy import func, select, update
+
+from arena import matchmaking, voters
+from arena.extensions import db
+from arena.models import Comparison, Task
+
+
+def new_voter():
+    voter, _ = voters.create_voter()
+    db.session.commit()
+    return voter
+
+
+def test_session_has_three_tasks_of_one_criterion(campaign):
+    rng = np.random.default_rng(1)
+    session = matchmaking.start_session(new_voter(), rng)
+    assert len(session.tasks) == 3
+    assert {t.comparison.criterion for t in session.tasks} == {session.criterion}
+    assert sum(t.comparison.is_validation for t in session.tasks) <= 1
+    for t in session.tasks:
+        assert {t.left_image_id, t.right_image_id} == {t.comparison.image_a_id,
+                                                      t.comparison.image_b_id}
+
+
+def test_requested_criterion_is_honoured_and_unknown_refused(campaign):
+    voter = new_voter()
+    session = matchmaking.start_session(voter, np.random.default_rng(2), "alignment")
+    assert session.criterion == "alignment"
+    with pytest.raises(matchmaking.UnknownCriterion):
+        matchmaking.start_session(voter, np.random.default_rng(2), "beauty")
+
+
+def test_validation_rate_one_always_includes_a_gold_pair(ctx, campaign):
+    ctx.config["VALIDATION_RATE"] = 1.0
+    session = matchmaking.start_session(new_voter(), np.random.default_rng(3), "coherence")
+    assert sum(t.comparison.is_validation for t in session.tasks) == 1
+
+
+def test_least_voted_comparisons_come_first(campaign):
+    # Fill every preference comparison except three; those three must be picked.
+    keep = db.session.scalars(
+        select(Comparison.id).where(Comparison.criterion == "preference",
+                                    Comparison.is_validation.is_(False)).limit(3)
+    ).all()
+    db.session.execute(
+        update(Comparison)
+        .where(Comparison.criterion == "preference", Comparison.id.not_in(keep))
+        .values(votes_count=20, progress=769)
+    )
+    db.session.commit()
+    db.session.expire_all()
+    picked = matchmaking.next_comparisons(new_voter().id, "preference", 3,
+                                          np.random.default_rng(4))
+    assert sorted(c.id for c in picked) == sorted(keep)
+
+
+def test_progress_is_relative_to_target(campaign):
+    # A comparison with 10 of 100 votes is less served than one with 3 of 4.
+    a, b = db.session.scalars(
+        select(Comparison).where(Comparison.criterion == "coherence",
+                                 Comparison.is_validation.is_(False)).limit(2)
+    ).all()
+    db.session.execute(update(Comparison).where(Comparison.criterion == "coherence")
+                       .values(progress=999))
+    db.session.execute(update(Comparison).where(Comparison.id == a.id)
+                       .values(target_votes=100, votes_count=10, progress=100))
+    db.session.execute(update(Comparison).where(Comparison.id == b.id)
+                       .values(target_votes=4, votes_count=3, progress=750))
+    db.session.commit()
+    picked = matchmaking.next_comparisons(new_voter().id, "coherence", 1,
+                                          np.random.default_rng(5))
+    assert picked[0].id == a.id
+
+
+def test_ties_are_broken_at_random(campaign):
+    voter = new_voter()
+    firsts = {
+        matchmaking.next_comparisons(voter.id, "preference", 1, np.random.default_rng(seed))[0].id
+        for seed in range(20)
+    }
+    assert len(firsts) > 5
+
+
+def test_a_voter_never_gets_the_same_comparison_twice_and_runs_out(ctx):
+    from tests.factories import make_campaign
+
+    make_campaign(n_prompts=1, n_models=2, images_per_model=2, gold=False)  # 4 pairs each
+    voter = new_voter()
+    rng = np.random.default_rng(6)
+    seen = []
+    for _ in range(2):
+        seen += [t.comparison_id for t in
+                 matchmaking.start_session(voter, rng, "preference").tasks]
+    assert len(seen) == len(set(seen)) == 4
+    with pytest.raises(matchmaking.NoTasksAvailable):
+        matchmaking.start_session(voter, rng, "preference")
+    assert db.session.scalar(select(func.count()).select_from(Task)) == 4
+
+
+def test_criteria_rotate_across_sessions(campaign):
+    voter = new_voter()
+    rng = np.random.default_rng(7)
+    criteria = [matchmaking.start_session(voter, rng).criterion for _ in range(6)]
+    assert all(a != b for a, b in itertools.pairwise(criteria))
+    assert set(criteria) == {"preference", "coherence", "alignment"}

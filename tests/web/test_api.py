@@ -1,0 +1,157 @@
+import re
+
+import pytest
+from sqlalchemy import func, select
+
+from arena.extensions import db
+from arena.models import Vote, Voter
+
+
+def new_session(client, body=None, token=None):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return client.post("/api/v1/sessions", json=body, headers=headers)
+
+
+def auth(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_health(client):
+    response = client.get("/api/v1/health")
+    assert response.status_code == 200 and response.json == {"status": "ok"}
+
+
+def test_session_shape(client, web_campaign):
+    response = new_session(client, {"criterion": "alignment",
+                                    "demographics": {"age_group": "18-29", "country": "IN"}})
+    assert response.status_code == 201
+    body = response.json
+    assert set(body) == {"session_id", "voter_id", "voter_token", "criterion", "question",
+                         "tasks"}
+    assert body["criterion"] == "alignment"
+    assert body["question"] == "Which image better reflects the caption above them?"
+    assert 1 <= len(body["tasks"]) <= 3
+    for task in body["tasks"]:
+        assert set(task) == {"task_id", "prompt", "left", "right"}
+        assert task["prompt"].startswith("A red cube")
+        for side in ("left", "right"):
+            assert re.fullmatch(r"http://localhost/img/[0-9a-f]{64}/phone\.webp",
+                                task[side]["url"])
+
+
+def test_prompt_is_null_outside_alignment(client, web_campaign):
+    body = new_session(client, {"criterion": "coherence"}).json
+    assert all(t["prompt"] is None for t in body["tasks"])
+
+
+def test_empty_body_picks_a_criterion(client, web_campaign):
+    response = client.post("/api/v1/sessions")
+    assert response.status_code == 201
+    assert response.json["criterion"] in ("preference", "coherence", "alignment")
+
+
+def test_vote_accept_duplicate_and_counts(client, web_campaign, app):
+    body = new_session(client, {"criterion": "preference"}).json
+    token, task_id = body["voter_token"], body["tasks"][0]["task_id"]
+    url = f"/api/v1/tasks/{task_id}/vote"
+    first = client.post(url, json={"choice": "left", "response_ms": 812}, headers=auth(token))
+    assert first.status_code == 201 and first.json["accepted"] is True
+    again = client.post(url, json={"choice": "left", "response_ms": 812}, headers=auth(token))
+    assert again.status_code == 200
+    assert again.json == {"accepted": False, "duplicate": True}
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Vote)) == 1
+
+
+def test_token_is_stored_hashed(client, web_campaign, app):
+    token = new_session(client).json["voter_token"]
+    with app.app_context():
+        voter = db.session.scalar(select(Voter))
+        assert voter.token_hash != token and token not in voter.token_hash
+
+
+def test_vote_on_someone_elses_task_is_403(client, web_campaign):
+    mine = new_session(client).json
+    theirs = new_session(client).json
+    response = client.post(f"/api/v1/tasks/{theirs['tasks'][0]['task_id']}/vote",
+                           json={"choice": "left"}, headers=auth(mine["voter_token"]))
+    assert response.status_code == 403 and "error" in response.json
+
+
+@pytest.mark.parametrize("payload", [None, [], {"choice": "middle"}, {"choice": "left",
+                                     "response_ms": "fast"}, {"response_ms": 10}])
+def test_malformed_vote_is_400_with_a_message(client, web_campaign, payload):
+    body = new_session(client).json
+    kwargs = {"data": "not json", "content_type": "application/json"} if payload is None \
+        else {"json": payload}
+    response = client.post(f"/api/v1/tasks/{body['tasks'][0]['task_id']}/vote",
+                           headers=auth(body["voter_token"]), **kwargs)
+    assert response.status_code == 400
+    assert isinstance(response.json["error"], str) and response.json["error"]
+
+
+def test_vote_without_or_with_bad_token_is_401(client, web_campaign):
+    body = new_session(client).json
+    url = f"/api/v1/tasks/{body['tasks'][0]['task_id']}/vote"
+    assert client.post(url, json={"choice": "left"}).status_code == 401
+    assert client.post(url, json={"choice": "left"}, headers=auth("nope")).status_code == 401
+
+
+def test_unknown_task_is_404(client, web_campaign):
+    token = new_session(client).json["voter_token"]
+    response = client.post("/api/v1/tasks/424242/vote", json={"choice": "left"},
+                           headers=auth(token))
+    assert response.status_code == 404
+
+
+def test_returning_voter_keeps_identity(client, web_campaign):
+    first = new_session(client).json
+    second = new_session(client, {}, token=first["voter_token"])
+    assert second.status_code == 201
+    assert second.json["voter_id"] == first["voter_id"] and "voter_token" not in second.json
+    first_ids = {t["task_id"] for t in first["tasks"]}
+    assert first_ids.isdisjoint({t["task_id"] for t in second.json["tasks"]})
+
+
+@pytest.mark.parametrize("body,status", [
+    ({"criterion": "beauty"}, 400),
+    ({"demographics": {"age_group": "0-17"}}, 403),
+    ({"demographics": {"country": "ZZ"}}, 400),
+    ({"demographics": "old"}, 400),
+])
+def test_bad_session_requests(client, web_campaign, body, status, app):
+    response = new_session(client, body)
+    assert response.status_code == status and response.json["error"]
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Voter)) == 0
+
+
+def test_leaderboard_reflects_votes(client, web_campaign, app):
+    app.config["VALIDATION_RATE"] = 0.0
+    body = new_session(client, {"criterion": "preference"}).json
+    for task in body["tasks"]:
+        client.post(f"/api/v1/tasks/{task['task_id']}/vote", json={"choice": "left"},
+                    headers=auth(body["voter_token"]))
+    board = client.get("/api/v1/leaderboard?criterion=preference").json
+    assert board["criterion"] == "preference"
+    models = board["models"]
+    assert [m["rank"] for m in models] == [1, 2, 3]
+    assert models == sorted(models, key=lambda m: -m["rating"])
+    # every preference vote moves two models, and Elo conserves the total rating
+    assert sum(m["votes"] for m in models) == 2 * len(body["tasks"])
+    assert sum(m["rating"] for m in models) == pytest.approx(3000.0, abs=1e-3)
+    assert models[0]["rating"] > 1000.0
+    assert client.get("/api/v1/leaderboard?criterion=x").status_code == 400
+
+
+def test_rate_limit_applies_to_session_creation(tmp_path):
+    from tests.conftest import _build, _config
+    from tests.factories import make_campaign
+
+    app = _build(_config(tmp_path, RATELIMIT_ENABLED=True, RATE_LIMIT_SESSIONS="2/minute"))
+    with app.app_context():
+        make_campaign()
+    client = app.test_client()
+    codes = [new_session(client).status_code for _ in range(3)]
+    assert codes == [201, 201, 429]
+    assert "Too many requests" in new_session(client).json["error"]

@@ -1,0 +1,164 @@
+import re
+
+from sqlalchemy import delete, select
+
+from arena.extensions import db
+from arena.models import Comparison, Task, Vote, Voter, VotingSession
+
+from .helpers import csrf_token, start_session, task_id
+
+
+def test_landing_explains_and_offers_prefer_not_to_say(client):
+    html = client.get("/").get_data(as_text=True)
+    assert "tap the better image" in html
+    assert html.count("Prefer not to say") == 3
+    assert 'value="FR"' in html and "Under 18" in html
+
+
+def test_start_without_csrf_is_refused(client, web_campaign):
+    response = client.post("/start", data={})
+    assert response.status_code == 400
+    assert "form expired" in response.get_data(as_text=True)
+
+
+def test_minor_is_refused_and_nothing_is_stored(client, web_campaign, app):
+    response = start_session(client, age_group="0-17")
+    assert response.status_code == 403
+    assert "18 or older" in response.get_data(as_text=True)
+    with app.app_context():
+        assert db.session.scalar(select(Voter)) is None
+
+
+def test_demographics_are_stored_coarsely(client, web_campaign, app):
+    response = start_session(client, age_group="30-39", gender="female", country="KE")
+    assert response.status_code == 303
+    with app.app_context():
+        voter = db.session.scalar(select(Voter))
+        assert (voter.age_group, voter.gender, voter.country, voter.continent) == (
+            "30-39", "female", "KE", "AF")
+
+
+def test_full_session_without_javascript(client, web_campaign, app):
+    app.config["VALIDATION_RATE"] = 0.0
+    response = start_session(client)
+    assert response.status_code == 303
+    page = client.get(response.headers["Location"])
+    html = page.get_data(as_text=True)
+    assert "Question 1 of 3" in html
+    for _ in range(3):
+        tid = task_id(html)
+        data = {"csrf_token": csrf_token(html), "choice": "left", "response_ms": "900",
+                "read_confirmed": "1"}
+        response = client.post(f"/t/{tid}", data=data)
+        assert response.status_code == 303
+        html = client.get(response.headers["Location"]).get_data(as_text=True)
+    assert "Thank you!" in html and "Next session" in html
+    with app.app_context():
+        assert len(db.session.scalars(select(Vote)).all()) == 3
+
+
+def test_htmx_vote_returns_the_next_card_only(client, web_campaign, app):
+    app.config["VALIDATION_RATE"] = 0.0
+    location = start_session(client).headers["Location"]
+    html = client.get(location).get_data(as_text=True)
+    response = client.post(
+        f"/t/{task_id(html)}",
+        data={"csrf_token": csrf_token(html), "choice": "right", "read_confirmed": "1"},
+        headers={"HX-Request": "true"},
+    )
+    body = response.get_data(as_text=True)
+    assert response.status_code == 200
+    assert "<html" not in body and "Question 2 of 3" in body
+    assert "HX-Request" in response.headers["Vary"]
+
+
+def test_task_page_shows_question_and_opaque_images_only(client, web_campaign, app):
+    location = start_session(client).headers["Location"]
+    html = client.get(location).get_data(as_text=True)
+    urls = re.findall(r'<img src="([^"]+)"', html)
+    assert len(urls) == 2
+    assert all(re.fullmatch(r"/img/[0-9a-f]{64}/phone\.webp", u) for u in urls)
+    assert "model-" not in html
+    with app.app_context():
+        session = db.session.scalar(select(VotingSession))
+        from arena.config import QUESTIONS
+        assert QUESTIONS[session.criterion] in html.replace("&#39;", "'")
+
+
+def alignment_page(client, app):
+    """Leave only alignment comparisons, so the session is an alignment one."""
+    app.config["VALIDATION_RATE"] = 0.0
+    with app.app_context():
+        db.session.execute(delete(Comparison).where(Comparison.criterion != "alignment"))
+        db.session.commit()
+    location = start_session(client).headers["Location"]
+    return client.get(location).get_data(as_text=True)
+
+
+def test_alignment_vote_needs_reading_confirmation(client, web_campaign, app):
+    html = alignment_page(client, app)
+    assert 'class="word"' in html and "I have read the caption" in html
+    tid = task_id(html)
+    response = client.post(f"/t/{tid}", data={"csrf_token": csrf_token(html), "choice": "left"})
+    assert response.status_code == 422
+    assert "confirm" in response.get_data(as_text=True)
+    with app.app_context():
+        assert db.session.scalar(select(Vote)) is None
+    response = client.post(f"/t/{tid}", data={"csrf_token": csrf_token(html), "choice": "left",
+                                              "read_confirmed": "1"})
+    assert response.status_code == 303
+
+
+def test_someone_elses_session_and_task_are_forbidden(client, web_campaign, app):
+    location = start_session(client).headers["Location"]
+    html = client.get(location).get_data(as_text=True)
+    other = app.test_client()
+    assert other.get(location).status_code == 403
+    start_session(other)
+    other_html = other.get("/").get_data(as_text=True)
+    response = other.post(f"/t/{task_id(html)}",
+                          data={"csrf_token": csrf_token(other_html), "choice": "left"})
+    assert response.status_code == 403
+
+
+def test_double_submit_is_harmless(client, web_campaign, app):
+    app.config["VALIDATION_RATE"] = 0.0
+    html = client.get(start_session(client).headers["Location"]).get_data(as_text=True)
+    data = {"csrf_token": csrf_token(html), "choice": "left", "read_confirmed": "1"}
+    tid = task_id(html)
+    first = client.post(f"/t/{tid}", data=data, headers={"HX-Request": "true"})
+    second = client.post(f"/t/{tid}", data=data, headers={"HX-Request": "true"})
+    assert first.status_code == second.status_code == 200
+    with app.app_context():
+        assert len(db.session.scalars(select(Vote)).all()) == 1
+        assert db.session.get(Task, tid).answered_at is not None
+
+
+def test_wrong_validation_answer_shows_a_warning(client, web_campaign, app):
+    app.config["VALIDATION_RATE"] = 1.0
+    location = start_session(client).headers["Location"]
+    html = client.get(location).get_data(as_text=True)
+    with app.app_context():
+        session = db.session.scalar(select(VotingSession))
+        gold = next(t for t in session.tasks if t.comparison.is_validation)
+        # answer every task before the gold one, then the gold one wrongly
+        for task in session.tasks:
+            if task.id == gold.id:
+                break
+            html = client.post(f"/t/{task.id}", data={"csrf_token": csrf_token(html),
+                               "choice": "left", "read_confirmed": "1"},
+                               headers={"HX-Request": "true"}).get_data(as_text=True)
+        wrong = "right" if gold.left_image_id == gold.comparison.correct_image_id else "left"
+        gold_id = gold.id
+    html = client.post(f"/t/{gold_id}", data={"csrf_token": csrf_token(html), "choice": wrong,
+                       "read_confirmed": "1"}, headers={"HX-Request": "true"}
+                       ).get_data(as_text=True)
+    assert "check question" in html
+
+
+def test_no_raw_ip_is_stored(client, web_campaign, app):
+    start_session(client, country="JP")
+    with app.app_context():
+        for table in db.metadata.sorted_tables:
+            for row in db.session.execute(table.select()):
+                assert "127.0.0.1" not in " ".join(map(str, row))
