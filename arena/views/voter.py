@@ -19,6 +19,7 @@ from flask import (
 )
 
 from .. import matchmaking, voters, voting
+from ..config import CRITERIA
 from ..extensions import db, limiter
 from ..voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
 from .presenters import task_view
@@ -57,6 +58,8 @@ def _render_landing(error: str | None = None, status: int = 200):
         countries=sorted(countries().values(), key=lambda c: c.name),
         continents=CONTINENTS,
         returning=voter is not None,
+        criterion=request.values.get("criterion") if request.values.get("criterion") in CRITERIA
+        else None,
     )
     return html, status
 
@@ -69,7 +72,8 @@ def index():
 @bp.post("/start")
 @limiter.limit(lambda: current_app.config["RATE_LIMIT_SESSIONS"])
 def start():
-    """Create or update the voter from the (optional) form answers, then issue a session."""
+    """Create or update the voter from the (optional) form answers, then issue a session
+    (of the criterion given by ``/?criterion=...`` links, else of a random one)."""
     voter = _current_voter()
     demographics = _form_demographics() if request.form.get("with_demographics") else None
     try:
@@ -84,8 +88,11 @@ def start():
         return _render_landing(error=str(exc), status=status)
     session.permanent = True
     session["voter"] = voter.public_id
+    criterion = request.form.get("criterion") or None
     try:
-        voting_session = matchmaking.start_session(voter, np.random.default_rng())
+        voting_session = matchmaking.start_session(voter, np.random.default_rng(), criterion)
+    except matchmaking.UnknownCriterion as exc:
+        return _render_landing(error=str(exc), status=422)
     except matchmaking.NoTasksAvailable:
         return render_template("voter/all_done.html")
     return redirect(url_for("voter.show_session", public_id=voting_session.public_id), 303)

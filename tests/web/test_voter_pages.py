@@ -162,3 +162,16 @@ def test_no_raw_ip_is_stored(client, web_campaign, app):
         for table in db.metadata.sorted_tables:
             for row in db.session.execute(table.select()):
                 assert "127.0.0.1" not in " ".join(map(str, row))
+
+
+def test_criterion_links_start_that_criterion(client, web_campaign, app):
+    html = client.get("/?criterion=alignment").get_data(as_text=True)
+    assert 'name="criterion" value="alignment"' in html
+    assert 'name="criterion"' not in client.get("/?criterion=beauty").get_data(as_text=True)
+    response = client.post("/start", data={"csrf_token": csrf_token(html),
+                                           "criterion": "alignment"})
+    with app.app_context():
+        assert db.session.scalar(select(VotingSession)).criterion == "alignment"
+    assert response.status_code == 303
+    bad = client.post("/start", data={"csrf_token": csrf_token(html), "criterion": "beauty"})
+    assert bad.status_code == 422

@@ -1,0 +1,126 @@
+"""A whole voting session per criterion on a phone, in real Chromium."""
+
+import pytest
+from sqlalchemy import delete, select
+
+from arena.config import QUESTIONS
+from arena.extensions import db
+from arena.models import Comparison, Vote
+from tests.factories import make_campaign
+
+
+@pytest.fixture
+def only(app):
+    """Build a campaign whose only comparisons are of one criterion."""
+
+    def build(criterion):
+        app.config["VALIDATION_RATE"] = 0.0
+        with app.app_context():
+            make_campaign(gold=False)
+            db.session.execute(delete(Comparison).where(Comparison.criterion != criterion))
+            db.session.commit()
+
+    return build
+
+
+def answer_task(page, position, side):
+    card = page.locator("form.task")
+    card.get_by_text(f"Question {position} of 3").wait_for()
+    submit = card.get_by_role("button", name="Continue")
+    assert submit.is_disabled()
+    choice = card.locator("label.choice").nth(0 if side == "left" else 1)
+    choice.tap()
+    assert choice.locator("input").is_checked()
+    # the chosen image is visibly highlighted (border in the accent colour)
+    border = choice.evaluate("el => getComputedStyle(el).borderTopColor")
+    other = card.locator("label.choice").nth(1 if side == "left" else 0)
+    assert border != other.evaluate("el => getComputedStyle(el).borderTopColor")
+    assert submit.is_enabled()
+    submit.tap()
+
+
+@pytest.mark.parametrize("criterion", ["preference", "coherence"])
+def test_session_of_three_tasks(app, only, live_server, phone, criterion):
+    only(criterion)
+    phone.goto(live_server + "/")
+    phone.get_by_role("button", name="Start").tap()
+    phone.wait_for_url("**/s/*")
+    assert phone.locator("h1.question").inner_text() == QUESTIONS[criterion]
+    first_url = phone.url
+    for position, side in zip((1, 2, 3), ("left", "right", "left"), strict=True):
+        answer_task(phone, position, side)
+    phone.get_by_role("heading", name="Thank you!").wait_for()
+    assert phone.url == first_url  # htmx swapped the card in place, no reload
+    assert phone.get_by_role("button", name="Next session").is_visible()
+    with app.app_context():
+        votes = db.session.scalars(select(Vote).order_by(Vote.id)).all()
+        assert [v.choice for v in votes] == ["left", "right", "left"]
+        assert all(v.criterion == criterion and v.response_ms > 0 for v in votes)
+
+
+def test_alignment_reveals_caption_word_by_word_and_gates_the_images(app, only, live_server,
+                                                                     phone):
+    only("alignment")
+    phone.goto(live_server + "/")
+    phone.get_by_role("button", name="Start").tap()
+    for position in (1, 2, 3):
+        card = phone.locator("form.task")
+        card.get_by_text(f"Question {position} of 3").wait_for()
+        words = card.locator(".caption .word")
+        assert words.count() == 9  # "A red cube number N on a green table"
+        confirm = card.get_by_role("button", name="I have read the caption")
+        # at first the caption is only partly shown, confirming is impossible and the
+        # images cannot be chosen
+        assert card.locator(".caption .word.pending").count() > 0
+        assert confirm.is_disabled()
+        assert card.locator("input[name=choice]").nth(0).is_disabled()
+        card.locator("label.choice").nth(0).tap(force=True)
+        assert not card.locator("input[name=choice]").nth(0).is_checked()
+        # then every word appears, one at a time, and the confirmation unlocks the images
+        phone.wait_for_function(
+            "() => document.querySelectorAll('.caption .word.pending').length === 0")
+        confirm.tap()
+        assert card.locator("input[name=choice]").nth(0).is_enabled()
+        answer_task(phone, position, "right")
+    phone.get_by_role("heading", name="Thank you!").wait_for()
+    with app.app_context():
+        assert len(db.session.scalars(select(Vote)).all()) == 3
+
+
+def test_next_session_and_validation_warning(app, live_server, phone):
+    app.config["VALIDATION_RATE"] = 1.0
+    with app.app_context():
+        make_campaign()
+        db.session.execute(delete(Comparison).where(Comparison.criterion != "coherence"))
+        db.session.commit()
+    phone.goto(live_server + "/")
+    phone.get_by_role("button", name="Start").tap()
+    # answer every task with the darker image: the gold pair's right answer is the white one
+    for position in (1, 2, 3):
+        card = phone.locator("form.task")
+        card.get_by_text(f"Question {position} of 3").wait_for()
+        side = card.evaluate("""form => {
+            const imgs = [...form.querySelectorAll('label.choice img')];
+            const light = imgs.map(img => { const c = document.createElement('canvas');
+                c.width = c.height = 1; const g = c.getContext('2d'); g.drawImage(img, 0, 0, 1, 1);
+                const d = g.getImageData(0, 0, 1, 1).data; return d[0] + d[1] + d[2]; });
+            return light[0] <= light[1] ? 'left' : 'right'; }""")
+        answer_task(phone, position, side)
+    phone.get_by_text("check question").wait_for()
+    phone.get_by_role("button", name="Next session").tap()
+    phone.get_by_text("Question 1 of 3").wait_for()
+
+
+def test_landing_fits_a_360px_phone_and_refuses_minors(app, live_server, browser):
+    with app.app_context():
+        make_campaign()
+    context = browser.new_context(viewport={"width": 360, "height": 740}, has_touch=True,
+                                  is_mobile=True)
+    page = context.new_page()
+    page.goto(live_server + "/")
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 360
+    page.get_by_text("About you").tap()
+    page.get_by_label("Age").select_option("0-17")
+    page.get_by_role("button", name="Start").tap()
+    page.get_by_text("18 or older").wait_for()
+    context.close()
