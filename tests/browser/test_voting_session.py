@@ -87,7 +87,7 @@ def test_alignment_reveals_caption_word_by_word_and_gates_the_images(app, only, 
         assert len(db.session.scalars(select(Vote)).all()) == 3
 
 
-def test_next_session_and_validation_warning(app, live_server, phone):
+def test_wrong_gold_answer_warns_then_next_session(app, live_server, phone):
     app.config["VALIDATION_RATE"] = 1.0
     with app.app_context():
         make_campaign()
@@ -96,19 +96,26 @@ def test_next_session_and_validation_warning(app, live_server, phone):
     phone.goto(live_server + "/")
     phone.get_by_role("button", name="Start").tap()
     # answer every task with the darker image: the gold pair's right answer is the white one
+    warnings = []
     for position in (1, 2, 3):
         card = phone.locator("form.task")
         card.get_by_text(f"Question {position} of 3").wait_for()
-        side = card.evaluate("""form => {
+        side = card.evaluate("""async form => {
             const imgs = [...form.querySelectorAll('label.choice img')];
+            await Promise.all(imgs.map(img => img.decode()));
             const light = imgs.map(img => { const c = document.createElement('canvas');
                 c.width = c.height = 1; const g = c.getContext('2d'); g.drawImage(img, 0, 0, 1, 1);
                 const d = g.getImageData(0, 0, 1, 1).data; return d[0] + d[1] + d[2]; });
             return light[0] <= light[1] ? 'left' : 'right'; }""")
         answer_task(phone, position, side)
-    phone.get_by_text("check question").wait_for()
+        following = "Thank you!" if position == 3 else f"Question {position + 1} of 3"
+        phone.get_by_text(following).wait_for()
+        warnings.append(phone.get_by_text("check question").count())
+    assert sum(warnings) == 1  # exactly once: after the one gold task
     phone.get_by_role("button", name="Next session").tap()
     phone.get_by_text("Question 1 of 3").wait_for()
+    with app.app_context():
+        assert db.session.scalar(select(Vote).where(Vote.is_validation)).correct is False
 
 
 def test_landing_fits_a_360px_phone_and_refuses_minors(app, live_server, browser):
