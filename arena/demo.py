@@ -150,13 +150,14 @@ def render(text: str, quality: int, variant: int) -> PILImage.Image:
         img = img.resize((SIZE, SIZE), PILImage.Resampling.LANCZOS)
     if quality == 1:
         img = img.filter(ImageFilter.GaussianBlur(0.8))
+    if quality == 3:  # smeared first, then grain on top
+        img = img.filter(ImageFilter.GaussianBlur(2.5))
     if quality >= 2:
         img = ImageOps.posterize(img, 3 if quality == 2 else 2)
         sigma = 16 if quality == 2 else 38
         noisy = np.asarray(img, float) + rng.normal(0, sigma, (SIZE, SIZE, 3))
         img = PILImage.fromarray(noisy.clip(0, 255).astype(np.uint8), "RGB")
     if quality == 3:
-        img = img.filter(ImageFilter.GaussianBlur(2.5))
         arr = np.asarray(img).copy()
         for _ in range(3):  # horizontal glitch bands shifted sideways
             top, height = int(rng.integers(0, SIZE - 30)), int(rng.integers(6, 30))

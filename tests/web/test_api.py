@@ -155,3 +155,26 @@ def test_rate_limit_applies_to_session_creation(tmp_path):
     codes = [new_session(client).status_code for _ in range(3)]
     assert codes == [201, 201, 429]
     assert "Too many requests" in new_session(client).json["error"]
+
+
+def test_api_flow_on_each_database(any_app):
+    with any_app.app_context():
+        from tests.factories import make_campaign
+
+        make_campaign()
+    any_app.config["VALIDATION_RATE"] = 0.0
+    client = any_app.test_client()
+    body = new_session(client, {"criterion": "preference",
+                                "demographics": {"gender": "other", "country": "AR"}}).json
+    token = body["voter_token"]
+    for task in body["tasks"]:
+        url = f"/api/v1/tasks/{task['task_id']}/vote"
+        assert client.post(url, json={"choice": "right", "response_ms": 700},
+                           headers=auth(token)).status_code == 201
+        assert client.post(url, json={"choice": "right"},
+                           headers=auth(token)).json["duplicate"] is True
+    board = client.get("/api/v1/leaderboard?criterion=preference").json["models"]
+    assert sum(m["votes"] for m in board) == 2 * len(body["tasks"])
+    with any_app.app_context():
+        voter = db.session.scalar(select(Voter))
+        assert (voter.country, voter.continent) == ("AR", "SA")
