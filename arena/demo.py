@@ -62,7 +62,7 @@ NUMBERS = {"one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5
 
 def shipped_prompt_file(name: str) -> Path:
     """Path of a prompt file shipped with the app (``prompts/`` in a checkout or the wheel)."""
-    packaged = resources.files("arena").joinpath("prompts", name)
+    packaged = resources.files("arena").joinpath("prompt_sets", name)
     if packaged.is_file():
         return Path(str(packaged))
     return Path(__file__).resolve().parent.parent / "prompts" / name
