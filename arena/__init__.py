@@ -36,6 +36,7 @@ def create_app(config: dict | None = None) -> Flask:
     configure_app(app, config)
     configure_extensions(app)
     configure_blueprints(app)
+    configure_templates(app)
     configure_errorhandlers(app)
     configure_cli(app)
     return app
@@ -92,6 +93,24 @@ def configure_blueprints(app: Flask) -> None:
     app.register_blueprint(voter.bp)
     app.register_blueprint(images.bp)
     app.register_blueprint(api.bp, url_prefix="/api/v1")
+
+
+def configure_templates(app: Flask) -> None:
+    """``asset(path)``: a static URL carrying a hash of the file's content, so browsers may
+    cache static files for a year and still get a new file the moment it changes."""
+    import hashlib
+    from functools import cache
+
+    from flask import url_for
+
+    @cache
+    def content_hash(filename: str) -> str:
+        return hashlib.sha256(Path(app.static_folder, filename).read_bytes()).hexdigest()[:12]
+
+    def asset(filename: str) -> str:
+        return url_for("static", filename=filename, v=content_hash(filename))
+
+    app.jinja_env.globals["asset"] = asset
 
 
 def configure_errorhandlers(app: Flask) -> None:

@@ -34,6 +34,9 @@ class Defaults:
     TRUST_REWARD = 0.05
     MAX_RESPONSE_MS = 30 * 60 * 1000
 
+    # Static files are linked with a content hash (templates' ``asset()``), so cache them long.
+    SEND_FILE_MAX_AGE_DEFAULT = 31_536_000
+
     # Security.
     SECRET_KEY = None
     SESSION_COOKIE_HTTPONLY = True

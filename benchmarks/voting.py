@@ -1,0 +1,184 @@
+"""Voting path benchmark: page weight of a task, time per request, matchmaking at scale.
+
+    .venv/bin/python benchmarks/voting.py [--rounds 200] [--postgres URL]
+
+Prints medians measured in this one run (the machine is noisy: compare ratios, not runs).
+Requests go through the Flask test client, so the times are the app's own work (routing,
+database, templates) without network or WSGI server overhead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from flask_migrate import upgrade
+from sqlalchemy import insert, select
+
+from arena import create_app, demo, matchmaking, voters
+from arena.config import CRITERIA
+from arena.extensions import db
+from arena.models import Comparison, GenModel, Image, Prompt, PromptSet
+from arena.voting import ensure_ratings
+
+CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def median_ms(fn, rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def page_weight(client) -> None:
+    landing = client.get("/")
+    token = CSRF.search(landing.get_data(as_text=True)).group(1)
+    session_page = client.get(client.post("/start", data={"csrf_token": token})
+                              .headers["Location"])
+    html = session_page.data
+    assets = re.findall(rb'(?:href|src)="(/static/[^"]+|/img/[^"]+)"', html)
+    rows = [("session page HTML", html)]
+    for url in assets:
+        with client.get(url.decode()) as response:
+            rows.append((url.decode().split("/")[-1][:40], response.data))
+    print("\nPage weight of one task (first visit, nothing cached):")
+    total = total_gz = 0
+    for name, data in rows:
+        gz = len(gzip.compress(data))
+        total += len(data)
+        total_gz += gz
+        print(f"  {name:42s} {len(data):8,d} B   gzip {gz:8,d} B")
+    print(f"  {'total':42s} {total:8,d} B   gzip {total_gz:8,d} B")
+    print(f"  landing page HTML {len(landing.data):,d} B (gzip {len(gzip.compress(landing.data)):,d})")
+
+
+def request_times(app, rounds: int) -> None:
+    client = app.test_client()
+    token = CSRF.search(client.get("/").get_data(as_text=True)).group(1)
+    state = {}
+
+    def start():
+        state["location"] = client.post("/start", data={"csrf_token": token}).headers["Location"]
+
+    def show():
+        state["html"] = client.get(state["location"]).get_data(as_text=True)
+
+    def vote():
+        task_id = re.search(r'action="/t/(\d+)"', state["html"]).group(1)
+        client.post(f"/t/{task_id}", data={"csrf_token": token, "choice": "left",
+                                           "read_confirmed": "1", "response_ms": "800"},
+                    headers={"HX-Request": "true"})
+
+    landing = median_ms(lambda: client.get("/"), rounds)
+    starts, shows, votes = [], [], []
+    for _ in range(rounds):
+        starts.append(median_ms(start, 1))
+        shows.append(median_ms(show, 1))
+        votes.append(median_ms(vote, 1))
+    print(f"\nTime per request, median of {rounds} (in-process):")
+    print(f"  GET  /              landing            {landing:7.2f} ms")
+    print(f"  POST /start         issue a session    {statistics.median(starts):7.2f} ms")
+    print(f"  GET  /s/<id>        task page          {statistics.median(shows):7.2f} ms")
+    print(f"  POST /t/<id> (htmx) vote + next card   {statistics.median(votes):7.2f} ms")
+
+
+def grow_campaign(n_prompts: int) -> int:
+    """Add synthetic prompts with 4 models x 4 image rows each and all their comparisons
+    (96 per prompt and criterion), with bulk inserts. Image rows have no files: matchmaking
+    never reads pixels."""
+    models = db.session.scalars(select(GenModel)).all()
+    prompt_set = PromptSet(name=f"synthetic-{n_prompts}", source="benchmark")
+    db.session.add(prompt_set)
+    db.session.flush()
+    db.session.execute(insert(Prompt), [
+        {"prompt_set_id": prompt_set.id, "position": i + 1, "text": f"synthetic {i}"}
+        for i in range(n_prompts)])
+    prompt_ids = db.session.scalars(
+        select(Prompt.id).where(Prompt.prompt_set_id == prompt_set.id)).all()
+    db.session.execute(insert(Image), [
+        {"sha256": hashlib.sha256(f"{p}-{m.id}-{k}".encode()).hexdigest(), "model_id": m.id,
+         "prompt_id": p, "width": 512, "height": 512}
+        for p in prompt_ids for m in models[:4] for k in range(4)])
+    rows = db.session.execute(select(Image.id, Image.prompt_id, Image.model_id).where(
+        Image.prompt_id.in_(prompt_ids))).all()
+    by_prompt = {}
+    for image_id, prompt_id, model_id in rows:
+        by_prompt.setdefault(prompt_id, []).append((image_id, model_id))
+    rng = np.random.default_rng(0)
+    batch = []
+    for prompt_id, items in by_prompt.items():
+        for i, (a, ma) in enumerate(items):
+            for b, mb in items[i + 1:]:
+                if ma != mb:
+                    for criterion in CRITERIA:
+                        batch.append({"criterion": criterion, "prompt_id": prompt_id,
+                                      "image_a_id": a, "image_b_id": b, "target_votes": 26,
+                                      "shuffle_key": int(rng.integers(2**31))})
+    for i in range(0, len(batch), 20000):
+        db.session.execute(insert(Comparison), batch[i:i + 20000])
+    db.session.commit()
+    return len(batch)
+
+
+def matchmaking_scale(app, label: str, rounds: int) -> None:
+    rng = np.random.default_rng(1)
+    with app.app_context():
+        voter, _ = voters.create_voter()
+        db.session.commit()
+
+        def issue():
+            matchmaking.start_session(voter, rng)
+
+        small = db.session.scalar(select(db.func.count()).select_from(Comparison))
+        t_small = median_ms(issue, rounds)
+        grow_campaign(282 - 24)  # the source benchmark's 282 prompts
+        large = db.session.scalar(select(db.func.count()).select_from(Comparison))
+        t_large = median_ms(issue, rounds)
+    print(f"\nMatchmaking on {label} (start_session, median of {rounds}, one voter who "
+          f"accumulates tasks):")
+    print(f"  {small:7,d} comparisons  {t_small:7.2f} ms")
+    print(f"  {large:7,d} comparisons  {t_large:7.2f} ms   ratio {t_large / t_small:.2f}x "
+          f"for {large / small:.1f}x the comparisons")
+
+
+def make_app(tmp: Path, url: str | None):
+    config = {"INSTANCE_PATH": str(tmp), "SECRET_KEY": "bench", "RATELIMIT_ENABLED": False,
+              "VALIDATION_RATE": 0.0}
+    if url:
+        config["DATABASE_URL"] = url
+    app = create_app(config)
+    with app.app_context():
+        upgrade()
+        t0 = time.perf_counter()
+        demo.load_demo()
+        print(f"demo campaign loaded in {time.perf_counter() - t0:.1f} s")
+        ensure_ratings([])
+    return app
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--postgres", help="also measure matchmaking on this empty database")
+    args = parser.parse_args()
+    app = make_app(Path(tempfile.mkdtemp(prefix="arena-bench-")), None)
+    page_weight(app.test_client())
+    request_times(app, args.rounds)
+    matchmaking_scale(app, "SQLite", args.rounds)
+    if args.postgres:
+        pg_app = make_app(Path(tempfile.mkdtemp(prefix="arena-bench-pg-")), args.postgres)
+        matchmaking_scale(pg_app, "PostgreSQL", args.rounds)
+
+
+if __name__ == "__main__":
+    main()
