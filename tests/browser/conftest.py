@@ -53,7 +53,13 @@ def live_server(app):
 
 @pytest.fixture
 def phone(browser):
+    """A phone page that fails the test on any console error or uncaught exception (a
+    Content-Security-Policy violation, a missing file, a JavaScript error)."""
     context = browser.new_context(**PHONE)
     page = context.new_page()
+    problems = []
+    page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: problems.append(str(exc)))
     yield page
     context.close()
+    assert problems == []
