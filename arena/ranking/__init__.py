@@ -1,5 +1,19 @@
 """Pure numeric core: no Flask, no SQLAlchemy. Functions over integer-indexed arrays."""
 
-from .elo import EloParams, elo_update, replay_elo
+from .bootstrap import BootstrapResult, bootstrap, rank_upper_bounds
+from .bradley_terry import BTResult, aggregate, bradley_terry, is_strongly_connected
+from .elo import EloParams, elo, elo_update, replay_elo
 
-__all__ = ["EloParams", "elo_update", "replay_elo"]
+__all__ = [
+    "BTResult",
+    "BootstrapResult",
+    "EloParams",
+    "aggregate",
+    "bootstrap",
+    "bradley_terry",
+    "elo",
+    "elo_update",
+    "is_strongly_connected",
+    "rank_upper_bounds",
+    "replay_elo",
+]

@@ -74,3 +74,17 @@ def replay_elo(
             raise ValueError(f"invalid game ({a}, {b}) for {n_items} items")
         ratings[a], ratings[b] = elo_update(ratings[a], ratings[b], score_a, params)
     return np.asarray(ratings, dtype=float)
+
+
+def elo(winners, losers, n_items: int, ties=None, params: EloParams = EloParams()) -> np.ndarray:
+    """Sequential Elo over games in the given order: ``winners[k]`` beat ``losers[k]``, or
+    drew with them where ``ties[k]`` is true. Same numbers as the online updater."""
+    winners, losers = list(map(int, winners)), list(map(int, losers))
+    if len(winners) != len(losers):
+        raise ValueError("winners and losers must have the same length")
+    tie_flags = [False] * len(winners) if ties is None else list(map(bool, ties))
+    if len(tie_flags) != len(winners):
+        raise ValueError("ties must have the same length as winners")
+    games = ((w, lo, 0.5 if t else 1.0) for w, lo, t in zip(winners, losers, tie_flags,
+                                                             strict=True))
+    return replay_elo(games, n_items, params)

@@ -62,3 +62,15 @@ def test_relabelling_items_relabels_ratings(games, perm):
     base = replay_elo(games, 5)
     relabelled = replay_elo([(perm[a], perm[b], s) for a, b, s in games], 5)
     assert np.allclose(relabelled[list(perm)], base)
+
+
+def test_elo_function_with_ties_matches_the_online_updater():
+    from arena.ranking import elo
+
+    winners, losers, ties = [0, 2, 1, 0], [1, 0, 2, 2], [False, True, False, True]
+    r = [1000.0] * 3
+    for w, lo, t in zip(winners, losers, ties, strict=True):
+        r[w], r[lo] = elo_update(r[w], r[lo], 0.5 if t else 1.0)
+    assert np.allclose(elo(winners, losers, 3, ties=ties), r, atol=1e-9, rtol=0)
+    with pytest.raises(ValueError):
+        elo([0], [1, 2], 3)
