@@ -53,7 +53,7 @@ def _resample(wins: np.ndarray, size: int, method: str, rng: np.random.Generator
     flat = wins.ravel()
     if method == "poisson":
         return rng.poisson(flat, size=(size, flat.size)).astype(float).reshape(size, n, n)
-    total = int(round(flat.sum()))
+    total = round(flat.sum())
     counts = rng.multinomial(total, flat / flat.sum(), size=size)
     return counts.astype(float).reshape(size, n, n)
 

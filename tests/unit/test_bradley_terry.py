@@ -76,7 +76,7 @@ def test_agrees_with_choix_on_synthetic_data(n, votes, seed):
 
 @pytest.mark.parametrize("loader", [load_chess, load_football])
 def test_agrees_with_choix_on_real_records_with_ties(loader):
-    wins, names = loader()
+    wins, _names = loader()
     assert np.any(wins != np.round(wins))  # ties made half wins
     result = bradley_terry(wins)
     assert result.converged and result.prior == 0
