@@ -123,8 +123,70 @@ def elo_replay_command():
         click.echo(f"{criterion}: {n} votes replayed")
 
 
+@click.command("rank")
+@click.option("--criterion", type=click.Choice(["preference", "coherence", "alignment"]),
+              help="Criterion to rank (required unless --votes is given).")
+@click.option("--votes", "votes_file", type=click.Path(exists=True, dir_okay=False,
+              path_type=Path), help="Rank an external CSV/JSONL file of left,right,winner votes.")
+@click.option("--method", type=click.Choice(["bt", "elo"]), default="bt", show_default=True)
+@click.option("--bootstrap", "rounds", type=click.IntRange(0, 100_000), default=1000,
+              show_default=True, help="Bootstrap rounds for the 95% intervals (0: none).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]),
+              default="table", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write to this file (required for parquet).")
+@click.option("--age-group")
+@click.option("--gender")
+@click.option("--continent")
+@click.option("--country")
+@click.option("--category", help="Prompt category.")
+@click.option("--since", type=click.DateTime(), help="Votes at or after this UTC time.")
+@click.option("--until", type=click.DateTime(), help="Votes before this UTC time.")
+@click.option("--trusted-only", is_flag=True, help="Only voters who passed validation.")
+@with_appcontext
+def rank_command(criterion, votes_file, method, rounds, seed, fmt, output, **slice_options):
+    """Rank models with Bradley-Terry (95% bootstrap intervals) or Elo."""
+    import numpy as np
+
+    from . import export
+    from .rankings import RankingError, Slice, rank_matrix, rank_models
+    from .vote_files import VoteFileError, read_votes
+
+    if fmt == "parquet" and output is None:
+        raise click.UsageError("--format parquet needs --output FILE")
+    rng = np.random.default_rng(seed)
+    try:
+        if votes_file is not None:
+            if any(v not in (None, False) for v in slice_options.values()) or method != "bt":
+                raise click.UsageError("--votes ranks a file with Bradley-Terry; slice options "
+                                       "and --method elo apply to the database only")
+            votes = read_votes(votes_file)
+            ranking = rank_matrix(votes.names, votes.win_matrix(), rounds=rounds, rng=rng)
+        else:
+            if criterion is None:
+                raise click.UsageError("give --criterion (or --votes FILE)")
+            ranking = rank_models(criterion, method=method, rounds=rounds, rng=rng,
+                                  slice_=Slice(**slice_options))
+    except (RankingError, VoteFileError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if fmt == "parquet":
+        output.write_bytes(export.to_parquet(ranking))
+        click.echo(f"Wrote {len(ranking.models)} rows to {output}", err=True)
+        return
+    text = {"table": export.to_table, "csv": export.to_csv, "json": export.to_json}[fmt](ranking)
+    if output is not None:
+        output.write_text(text)
+        click.echo(f"Wrote {len(ranking.models)} rows to {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+    for flag in ranking.flags if fmt != "table" else ():
+        click.echo(f"warning: {flag}", err=True)
+
+
 def register(app: Flask) -> None:
-    for command in (demo_command, serve_command, import_prompts_command, elo_group):
+    for command in (demo_command, serve_command, import_prompts_command, elo_group,
+                    rank_command):
         app.cli.add_command(command)
 
 

@@ -180,10 +180,13 @@ def _iterate(wins: np.ndarray, log_p0: np.ndarray, prior: float, tol: float, max
 def _result(log_p, iterations, converged, prior, connected, flags) -> BTResult:
     p = np.exp(log_p)
     ratings = ELO_SCALE * log_p / LOG10
+    if log_p.size:
+        ratings = ratings - ratings.mean() + ELO_CENTER
+        p = 100.0 * p / p.sum()
     return BTResult(
-        scores=100.0 * p / p.sum(),
+        scores=p,
         log_strengths=log_p,
-        ratings=ratings - ratings.mean() + ELO_CENTER,
+        ratings=ratings,
         iterations=iterations,
         converged=converged,
         prior=prior,
@@ -237,8 +240,8 @@ def bradley_terry(
         flags.append(
             f"prior=0 asked for, but no maximum-likelihood ranking exists; used a={prior:g}"
         )
-    if n == 0:
-        return _result(np.zeros(0), 0, True, prior, True, flags)
+    if n <= 1:
+        return _result(np.zeros(n), 0, True, prior, True, flags)
     log_p, iterations, converged = _iterate(wins, np.zeros(n), prior, tol, max_iter)
     if not converged:
         flags.append(f"did not converge within {max_iter} iterations")

@@ -207,3 +207,9 @@ def test_one_more_win_never_lowers_the_winners_score(wins, data):
     more = wins.copy()
     more[i, j] += 1
     assert bradley_terry(more, prior=1.0).scores[i] >= before - 1e-7
+
+
+def test_empty_and_single_item_inputs():
+    assert bradley_terry(np.zeros((0, 0))).scores.size == 0
+    single = bradley_terry([[0]])
+    assert single.scores.tolist() == [100.0] and single.ratings.tolist() == [1000.0]

@@ -1,0 +1,99 @@
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from arena.ranking import bradley_terry
+from tests.unit.test_bradley_terry import DATA, load_chess
+
+
+@pytest.fixture
+def chess_csv(tmp_path):
+    """The real chess record as an external votes file (left, right, winner)."""
+    games = json.loads((DATA / "computer_chess.short.json").read_text())
+    path = tmp_path / "chess.csv"
+    outcome = {"1-0": "left", "0-1": "right", "1/2-1/2": "tie"}
+    lines = ["left,right,winner,voter"] + [f"{w},{b},{outcome[r]},pgn" for w, b, r in games]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_rank_external_votes_json_matches_the_core(runner, chess_csv):
+    result = runner.invoke(args=["rank", "--votes", str(chess_csv), "--format", "json",
+                                 "--bootstrap", "100", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert {"model", "rank", "score", "rating", "ci_low", "ci_high", "votes"} <= set(rows[0])
+    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    assert sum(r["score"] for r in rows) == pytest.approx(100)
+    wins, names = load_chess()
+    fit = bradley_terry(wins)
+    best = names[int(np.argmax(fit.scores))]
+    assert rows[0]["model"] == best
+    assert rows[0]["score"] == pytest.approx(fit.scores.max())
+    assert all(r["ci_low"] <= r["rating"] <= r["ci_high"] for r in rows)
+    assert sum(r["votes"] for r in rows) == 2 * 7999
+
+
+def test_rank_external_votes_csv_table_and_parquet(runner, chess_csv, tmp_path):
+    csv_out = runner.invoke(args=["rank", "--votes", str(chess_csv), "--format", "csv",
+                                  "--bootstrap", "0"])
+    frame = pd.read_csv(io.StringIO(csv_out.stdout))
+    assert list(frame.columns[:3]) == ["rank", "model", "score"] and len(frame) == 17
+    table = runner.invoke(args=["rank", "--votes", str(chess_csv), "--bootstrap", "50"])
+    assert "BT ranking — 7,999 votes, 50 bootstrap rounds" in table.stdout
+    target = tmp_path / "r.parquet"
+    result = runner.invoke(args=["rank", "--votes", str(chess_csv), "--format", "parquet",
+                                 "-o", str(target), "--bootstrap", "0"])
+    assert result.exit_code == 0, result.output
+    assert len(pd.read_parquet(target)) == 17
+    missing = runner.invoke(args=["rank", "--votes", str(chess_csv), "--format", "parquet"])
+    assert missing.exit_code != 0 and "--output" in missing.output
+
+
+@pytest.mark.parametrize("content,message", [
+    ("left,right\nA,B\n", "line 1: missing column(s) winner"),
+    ("left,right,winner\nA,B,left\nA,B,draw\n", "line 3: winner must be left, right or tie"),
+    ("left,right,winner\nA,,left\n", "line 2: 'left' and 'right' must name models"),
+    ("left,right,winner\n", "no votes found"),
+])
+def test_bad_vote_files_name_the_line(runner, tmp_path, content, message):
+    path = tmp_path / "votes.csv"
+    path.write_text(content)
+    result = runner.invoke(args=["rank", "--votes", str(path)])
+    assert result.exit_code != 0
+    assert message in result.output
+
+
+def test_jsonl_votes(runner, tmp_path):
+    path = tmp_path / "votes.jsonl"
+    path.write_text('{"left": "x", "right": "y", "winner": "left"}\n'
+                    '{"left": "y", "right": "x", "winner": "left"}\n'
+                    '{"left": "x", "right": "y", "winner": "tie"}\n')
+    rows = json.loads(runner.invoke(args=["rank", "--votes", str(path), "--format", "json",
+                                          "--bootstrap", "0"]).stdout)
+    assert [r["score"] for r in rows] == pytest.approx([50, 50])
+
+
+def test_rank_the_database(runner, app):
+    with app.app_context():
+        from tests.factories import make_campaign
+        from tests.unit.test_rankings import vote_as
+
+        make_campaign()
+        app.config["VALIDATION_RATE"] = 0.0
+        vote_as({"country": "DE"}, ["model-1", "model-0", "model-2"])
+    result = runner.invoke(args=["rank", "--criterion", "preference", "--format", "json",
+                                 "--bootstrap", "100"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert rows[0]["model"] == "model-1" and rows[0]["online_elo"] > 1000
+    sliced = runner.invoke(args=["rank", "--criterion", "preference", "--continent", "AS",
+                                 "--format", "json"])
+    assert all(r["votes"] == 0 for r in json.loads(sliced.stdout))
+    bad = runner.invoke(args=["rank", "--criterion", "preference", "--continent", "XX"])
+    assert bad.exit_code != 0 and "continent must be one of" in bad.output
+    assert runner.invoke(args=["rank"]).exit_code != 0
+
