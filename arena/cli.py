@@ -184,9 +184,54 @@ def rank_command(criterion, votes_file, method, rounds, seed, fmt, output, **sli
         click.echo(f"warning: {flag}", err=True)
 
 
+@click.group("token")
+def token_group():
+    """Analyst API tokens (for /api/v1 exports)."""
+
+
+@token_group.command("create")
+@click.argument("name")
+@with_appcontext
+def token_create_command(name):
+    """Create an analyst token; it is printed once and only its hash is kept."""
+    from .tokens import TokenError, create_token
+
+    try:
+        token = create_token(name)
+    except TokenError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"Token for {name!r} (store it now, it cannot be shown again):", err=True)
+    click.echo(token)
+
+
+@token_group.command("revoke")
+@click.argument("name")
+@with_appcontext
+def token_revoke_command(name):
+    """Revoke the active token called NAME."""
+    from .tokens import TokenError, revoke_token
+
+    try:
+        revoke_token(name)
+    except TokenError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"Revoked {name!r}.")
+
+
+@token_group.command("list")
+@with_appcontext
+def token_list_command():
+    """List tokens (names and dates, never the tokens)."""
+    from .tokens import list_tokens
+
+    for row in list_tokens():
+        state = f"revoked {row.revoked_at:%Y-%m-%d}" if row.revoked_at else "active"
+        click.echo(f"{row.name}\t{row.role}\tcreated {row.created_at:%Y-%m-%d}\t{state}")
+
+
 def register(app: Flask) -> None:
     for command in (demo_command, serve_command, import_prompts_command, elo_group,
-                    rank_command):
+                    rank_command, token_group):
         app.cli.add_command(command)
 
 

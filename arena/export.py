@@ -64,3 +64,112 @@ def to_table(ranking: Ranking) -> str:
         head.append("slice: " + ", ".join(f"{k}={v}" for k, v in ranking.slice.items()))
     flags = [f"! {f}" for f in ranking.flags]
     return "\n".join(head + lines + flags) + "\n"
+
+
+# --- The vote log -------------------------------------------------------------------------
+
+VOTE_FORMATS = ("csv", "jsonl", "parquet")
+VOTE_COLUMNS = [
+    "vote_id", "created_at", "criterion", "prompt_id", "prompt_category", "left_image_id",
+    "right_image_id", "left_model", "right_model", "winner", "winner_model", "response_ms",
+    "voter", "age_group", "gender", "country", "continent", "is_validation",
+    "validation_correct",
+]
+
+
+def pseudonym(secret: str, public_id: str) -> str:
+    """A stable voter pseudonym for exports that cannot be turned back into the id the
+    voter's cookie carries."""
+    import hashlib
+    import hmac
+
+    return hmac.new(secret.encode(), public_id.encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def _vote_query():
+    from sqlalchemy import select
+    from sqlalchemy.orm import aliased
+
+    from .models import Comparison, GenModel, Image, Prompt, Task, Vote, Voter
+
+    left_img, right_img = aliased(Image), aliased(Image)
+    left_model, right_model = aliased(GenModel), aliased(GenModel)
+    return (
+        select(
+            Vote.id.label("vote_id"), Vote.created_at, Vote.criterion,
+            Comparison.prompt_id, Prompt.category.label("prompt_category"),
+            Task.left_image_id, Task.right_image_id,
+            left_model.name.label("left_model"), right_model.name.label("right_model"),
+            Vote.choice.label("winner"), Vote.response_ms, Voter.public_id,
+            Voter.age_group, Voter.gender, Voter.country, Voter.continent,
+            Vote.is_validation, Vote.correct.label("validation_correct"),
+        )
+        .join(Task, Task.id == Vote.task_id)
+        .join(Comparison, Comparison.id == Vote.comparison_id)
+        .outerjoin(Prompt, Prompt.id == Comparison.prompt_id)
+        .join(Voter, Voter.id == Vote.voter_id)
+        .join(left_img, left_img.id == Task.left_image_id)
+        .join(right_img, right_img.id == Task.right_image_id)
+        .outerjoin(left_model, left_model.id == left_img.model_id)
+        .outerjoin(right_model, right_model.id == right_img.model_id)
+        .order_by(Vote.id)
+    )
+
+
+def iter_votes(engine, secret: str, batch: int = 5000):
+    """Yield lists of vote dicts (``VOTE_COLUMNS``) from one consistent snapshot, ``batch``
+    rows at a time, with a server-side cursor: memory stays flat however long the log."""
+    options = {"stream_results": True, "yield_per": batch}
+    if engine.dialect.name == "postgresql":
+        options["isolation_level"] = "REPEATABLE READ"
+    with engine.connect().execution_options(**options) as connection:
+        result = connection.execute(_vote_query())
+        for rows in result.mappings().partitions():
+            out = []
+            for row in rows:
+                record = dict(row)
+                record["voter"] = pseudonym(secret, record.pop("public_id"))
+                record["winner_model"] = record[f"{record['winner']}_model"]
+                out.append({k: record[k] for k in VOTE_COLUMNS})
+            yield out
+
+
+def votes_csv(batches):
+    import csv
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=VOTE_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    yield buf.getvalue()
+    for rows in batches:
+        buf.seek(0)
+        buf.truncate()
+        for row in rows:
+            row["created_at"] = row["created_at"].isoformat()
+            writer.writerow(row)
+        yield buf.getvalue()
+
+
+def votes_jsonl(batches):
+    for rows in batches:
+        yield "".join(json.dumps(row, default=str) + "\n" for row in rows)
+
+
+def votes_parquet(batches, sink) -> None:
+    """Write row groups to ``sink`` (a binary file) batch by batch."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([
+        ("vote_id", pa.int64()), ("created_at", pa.timestamp("us")), ("criterion", pa.string()),
+        ("prompt_id", pa.int64()), ("prompt_category", pa.string()),
+        ("left_image_id", pa.int64()), ("right_image_id", pa.int64()),
+        ("left_model", pa.string()), ("right_model", pa.string()), ("winner", pa.string()),
+        ("winner_model", pa.string()), ("response_ms", pa.int64()), ("voter", pa.string()),
+        ("age_group", pa.string()), ("gender", pa.string()), ("country", pa.string()),
+        ("continent", pa.string()), ("is_validation", pa.bool_()),
+        ("validation_correct", pa.bool_()),
+    ])
+    with pq.ParquetWriter(sink, schema) as writer:
+        for rows in batches:
+            writer.write_table(pa.Table.from_pylist(rows, schema=schema))

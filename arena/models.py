@@ -207,3 +207,15 @@ class EloRating(db.Model):
     wins: Mapped[int] = mapped_column(Integer, default=0)
 
     model: Mapped[GenModel] = relationship()
+
+
+class ApiToken(db.Model):
+    """An analyst's API token. Only the SHA-256 of the token is stored; it is shown once."""
+
+    __tablename__ = "api_token"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    role: Mapped[str] = mapped_column(String(20), default="analyst")
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime)

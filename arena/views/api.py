@@ -8,13 +8,17 @@ the API needs no CSRF token.
 
 from __future__ import annotations
 
-import numpy as np
-from flask import Blueprint, current_app, jsonify, request
+import tempfile
+from datetime import datetime
 
-from .. import matchmaking, voters, voting
+import numpy as np
+from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
+
+from .. import export, matchmaking, tokens, voters, voting
 from ..config import CRITERIA, QUESTIONS
 from ..extensions import csrf, db, limiter
 from ..leaderboard import elo_leaderboard
+from ..rankings import RankingError, Slice, rank_models, win_matrix
 from .presenters import task_view
 
 bp = Blueprint("api", __name__)
@@ -116,18 +120,124 @@ def vote(task_id: int):
     return jsonify(accepted=True, validation_failed=result.validation_failed), 201
 
 
+SLICE_ARGS = ("age_group", "gender", "continent", "country", "category", "since", "until",
+              "trusted_only")
+
+
+def _analyst_required():
+    """None if the request carries an active analyst token, else the 401 response."""
+    if tokens.check_token(_bearer_token()) is None:
+        return error_response(401, "an analyst token is required: 'Authorization: Bearer "
+                              "<token>' (create one with `arena token create NAME`)")
+    return None
+
+
+def _slice_from_args() -> Slice:
+    """Slice filters from the query string; raises RankingError on bad values."""
+    values = {}
+    for name in SLICE_ARGS:
+        raw = request.args.get(name)
+        if raw in (None, ""):
+            continue
+        if name in ("since", "until"):
+            try:
+                values[name] = datetime.fromisoformat(raw).replace(tzinfo=None)
+            except ValueError as exc:
+                raise RankingError(f"{name} must be an ISO date or date-time") from exc
+        elif name == "trusted_only":
+            values[name] = raw.lower() in ("1", "true", "yes")
+        else:
+            values[name] = raw.upper() if name in ("country", "continent") else raw
+    return Slice(**values)
+
+
+def _download(body, mimetype: str, filename: str):
+    response = Response(body, mimetype=mimetype)
+    response.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
 @bp.get("/leaderboard")
 def leaderboard():
+    """Public: the online Elo table (``?criterion=``). With an analyst token: any method
+    (``bt`` with bootstrap intervals), slice and format (json, csv, parquet)."""
+    criterion = request.args.get("criterion", "preference")
+    method = request.args.get("method", "elo")
+    fmt = request.args.get("format", "json")
+    if criterion not in CRITERIA:
+        return error_response(400, f"criterion must be one of {', '.join(CRITERIA)}")
+    if fmt not in ("json", "csv", "parquet"):
+        return error_response(400, "format must be json, csv or parquet")
+    detailed = method != "elo" or fmt != "json" or any(a in request.args for a in SLICE_ARGS)
+    if not detailed:
+        rows = elo_leaderboard(criterion)
+        return jsonify(
+            criterion=criterion,
+            method="elo",
+            models=[
+                {"rank": r.rank, "model": r.model, "rating": round(r.rating, 4),
+                 "votes": r.votes, "wins": r.wins}
+                for r in rows
+            ],
+        )
+    denied = _analyst_required()
+    if denied:
+        return denied
+    try:
+        rounds = int(request.args.get("bootstrap", 1000))
+        if not 0 <= rounds <= 10_000:
+            raise ValueError
+    except ValueError:
+        return error_response(400, "bootstrap must be an integer from 0 to 10000")
+    try:
+        ranking = rank_models(criterion, method=method, rounds=rounds, slice_=_slice_from_args(),
+                              rng=np.random.default_rng(int(request.args.get("seed", 0))))
+    except (RankingError, ValueError) as exc:
+        return error_response(400, str(exc))
+    name = f"leaderboard-{criterion}-{ranking.method}"
+    if fmt == "csv":
+        return _download(export.to_csv(ranking), "text/csv", f"{name}.csv")
+    if fmt == "parquet":
+        return _download(export.to_parquet(ranking), "application/vnd.apache.parquet",
+                         f"{name}.parquet")
+    return jsonify(
+        criterion=criterion, method=ranking.method, total_votes=ranking.total_votes,
+        bootstrap_rounds=ranking.bootstrap_rounds, flags=ranking.flags, slice=ranking.slice,
+        models=[{k: export._clean(v) for k, v in r.items()} for r in ranking.records()],
+    )
+
+
+@bp.get("/matrix")
+def matrix():
+    """Win counts between models: ``wins[i][j]`` = votes where model i beat model j."""
+    denied = _analyst_required()
+    if denied:
+        return denied
     criterion = request.args.get("criterion", "preference")
     if criterion not in CRITERIA:
         return error_response(400, f"criterion must be one of {', '.join(CRITERIA)}")
-    rows = elo_leaderboard(criterion)
-    return jsonify(
-        criterion=criterion,
-        method="elo",
-        models=[
-            {"rank": r.rank, "model": r.model, "rating": round(r.rating, 4), "votes": r.votes,
-             "wins": r.wins}
-            for r in rows
-        ],
-    )
+    try:
+        _, names, wins = win_matrix(criterion, _slice_from_args())
+    except RankingError as exc:
+        return error_response(400, str(exc))
+    return jsonify(criterion=criterion, models=names, wins=wins.astype(int).tolist())
+
+
+@bp.get("/votes")
+def votes():
+    """The vote log, one row per vote, streamed (csv, jsonl) or as Parquet row groups."""
+    denied = _analyst_required()
+    if denied:
+        return denied
+    fmt = request.args.get("format", "csv")
+    if fmt not in export.VOTE_FORMATS:
+        return error_response(400, f"format must be one of {', '.join(export.VOTE_FORMATS)}")
+    batches = export.iter_votes(db.engine, current_app.config["SECRET_KEY"])
+    if fmt == "parquet":
+        sink = tempfile.SpooledTemporaryFile(max_size=64 * 2**20)  # noqa: SIM115 - closed by the response
+        export.votes_parquet(batches, sink)
+        sink.seek(0)
+        return _download(sink, "application/vnd.apache.parquet", "votes.parquet")
+    body = export.votes_csv(batches) if fmt == "csv" else export.votes_jsonl(batches)
+    mimetype = "text/csv" if fmt == "csv" else "application/x-ndjson"
+    return _download(stream_with_context(body), mimetype, f"votes.{fmt}")

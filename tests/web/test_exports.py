@@ -1,0 +1,146 @@
+"""Analyst exports: tokens, leaderboard in every method and format, matrix, vote log."""
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sqlalchemy import func, select
+
+from arena import tokens
+from arena.extensions import db
+from arena.models import ApiToken, Vote
+from tests.factories import make_campaign
+from tests.unit.test_rankings import vote_as
+
+
+@pytest.fixture
+def analyst(app):
+    """A campaign with votes from two regions, and an analyst token."""
+    app.config["VALIDATION_RATE"] = 0.34
+    with app.app_context():
+        make_campaign()
+        vote_as({"country": "FR", "age_group": "30-39"}, ["model-0", "model-1", "model-2"])
+        vote_as({"country": "JP"}, ["model-2", "model-1", "model-0"], seed=5)
+        token = tokens.create_token("alice")
+        n_votes = db.session.scalar(select(func.count()).select_from(Vote))
+    return {"Authorization": f"Bearer {token}"}, n_votes
+
+
+def test_token_is_hashed_and_revocable(app, runner):
+    result = runner.invoke(args=["token", "create", "bob"])
+    token = result.stdout.strip()
+    assert result.exit_code == 0 and token.startswith("arena_")
+    with app.app_context():
+        row = db.session.scalar(select(ApiToken))
+        assert row.token_hash != token and token not in row.token_hash
+        assert tokens.check_token(token) is not None
+    assert runner.invoke(args=["token", "create", "bob"]).exit_code != 0
+    assert "active" in runner.invoke(args=["token", "list"]).output
+    assert runner.invoke(args=["token", "revoke", "bob"]).exit_code == 0
+    with app.app_context():
+        assert tokens.check_token(token) is None
+    assert runner.invoke(args=["token", "create", "bob"]).exit_code == 0
+
+
+@pytest.mark.parametrize("url", ["/api/v1/votes", "/api/v1/matrix?criterion=preference",
+                                 "/api/v1/leaderboard?criterion=preference&method=bt",
+                                 "/api/v1/leaderboard?criterion=preference&continent=EU"])
+def test_exports_need_an_analyst_token(client, analyst, url):
+    assert client.get(url).status_code == 401
+    assert client.get(url, headers={"Authorization": "Bearer arena_wrong"}).status_code == 401
+    with client.get(url, headers=analyst[0]) as response:
+        assert response.status_code == 200
+
+
+def test_public_elo_leaderboard_needs_no_token(client, analyst):
+    assert client.get("/api/v1/leaderboard?criterion=preference").status_code == 200
+
+
+def test_bt_leaderboard_json_with_intervals_and_slices(client, analyst):
+    headers, _ = analyst
+    body = client.get("/api/v1/leaderboard?criterion=preference&method=bt&bootstrap=200",
+                      headers=headers).json
+    assert body["method"] == "bt" and body["bootstrap_rounds"] == 200
+    models = body["models"]
+    assert sum(m["score"] for m in models) == pytest.approx(100)
+    assert all(m["ci_low"] <= m["rating"] <= m["ci_high"] for m in models)
+    europe = client.get("/api/v1/leaderboard?criterion=preference&method=bt&continent=eu",
+                        headers=headers).json
+    assert europe["slice"] == {"continent": "EU"}
+    assert europe["models"][0]["model"] == "model-0"
+    bad = client.get("/api/v1/leaderboard?criterion=preference&method=bt&since=yesterday",
+                     headers=headers)
+    assert bad.status_code == 400 and "ISO" in bad.json["error"]
+
+
+def test_leaderboard_csv_and_parquet(client, analyst):
+    headers, _ = analyst
+    csv_body = client.get("/api/v1/leaderboard?criterion=coherence&method=bt&format=csv",
+                          headers=headers)
+    assert csv_body.mimetype == "text/csv"
+    frame = pd.read_csv(io.StringIO(csv_body.get_data(as_text=True)))
+    assert list(frame["rank"]) == [1, 2, 3] or frame["votes"].sum() == 0
+    parquet = client.get("/api/v1/leaderboard?criterion=preference&method=elo&format=parquet",
+                         headers=headers)
+    assert len(pd.read_parquet(io.BytesIO(parquet.data))) == 3
+
+
+def test_matrix_counts_votes(client, analyst):
+    headers, _ = analyst
+    body = client.get("/api/v1/matrix?criterion=preference", headers=headers).json
+    wins = np.array(body["wins"])
+    assert body["models"] == ["model-0", "model-1", "model-2"]
+    assert np.all(np.diag(wins) == 0) and wins.sum() > 0
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_vote_log_export_has_one_row_per_vote(client, analyst, app, fmt):
+    headers, n_votes = analyst
+    with client.get(f"/api/v1/votes?format={fmt}", headers=headers) as response:
+        assert response.status_code == 200
+        data = response.get_data()
+    if fmt == "csv":
+        frame = pd.read_csv(io.BytesIO(data))
+    elif fmt == "jsonl":
+        frame = pd.DataFrame([json.loads(line) for line in data.decode().splitlines()])
+    else:
+        frame = pd.read_parquet(io.BytesIO(data))
+    assert len(frame) == n_votes
+    assert {"criterion", "prompt_id", "prompt_category", "left_model", "right_model",
+            "winner", "winner_model", "response_ms", "voter", "continent",
+            "is_validation", "validation_correct"} <= set(frame.columns)
+    assert frame["vote_id"].is_monotonic_increasing
+    regular = frame[~frame["is_validation"].astype(bool)]
+    assert (regular["winner_model"] == regular.apply(
+        lambda r: r["left_model"] if r["winner"] == "left" else r["right_model"], axis=1)).all()
+    assert set(frame["continent"]) == {"EU", "AS"}
+    with app.app_context():
+        from arena.models import Voter
+
+        public_ids = set(db.session.scalars(select(Voter.public_id)))
+    assert frame["voter"].nunique() == 2 and not set(frame["voter"]) & public_ids
+    assert "127.0.0.1" not in data.decode("latin-1")
+
+
+def test_vote_export_bad_format(client, analyst):
+    assert client.get("/api/v1/votes?format=xml", headers=analyst[0]).status_code == 400
+
+
+def test_rank_and_vote_export_on_each_database(any_app):
+    any_app.config["VALIDATION_RATE"] = 0.0
+    with any_app.app_context():
+        make_campaign()
+        vote_as({"country": "BR"}, ["model-1", "model-0", "model-2"])
+        token = tokens.create_token("carol")
+        n_votes = db.session.scalar(select(func.count()).select_from(Vote))
+    client = any_app.test_client()
+    headers = {"Authorization": f"Bearer {token}"}
+    with client.get("/api/v1/votes?format=jsonl", headers=headers) as response:
+        lines = response.get_data(as_text=True).splitlines()
+    assert len(lines) == n_votes
+    body = client.get("/api/v1/leaderboard?criterion=preference&method=bt&continent=SA"
+                      "&bootstrap=100", headers=headers).json
+    assert body["models"][0]["model"] == "model-1"
+    assert body["total_votes"] == n_votes
