@@ -131,6 +131,9 @@ def elo_replay_command():
 @click.option("--method", type=click.Choice(["bt", "elo"]), default="bt", show_default=True)
 @click.option("--bootstrap", "rounds", type=click.IntRange(0, 100_000), default=1000,
               show_default=True, help="Bootstrap rounds for the 95% intervals (0: none).")
+@click.option("--intervals", type=click.Choice(["bootstrap", "fisher"]), default="bootstrap",
+              show_default=True, help="95% intervals by bootstrap or from the Fisher "
+              "information (instant).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]),
               default="table", show_default=True)
@@ -145,7 +148,8 @@ def elo_replay_command():
 @click.option("--until", type=click.DateTime(), help="Votes before this UTC time.")
 @click.option("--trusted-only", is_flag=True, help="Only voters who passed validation.")
 @with_appcontext
-def rank_command(criterion, votes_file, method, rounds, seed, fmt, output, **slice_options):
+def rank_command(criterion, votes_file, method, rounds, intervals, seed, fmt, output,
+                 **slice_options):
     """Rank models with Bradley-Terry (95% bootstrap intervals) or Elo."""
     import numpy as np
 
@@ -162,12 +166,13 @@ def rank_command(criterion, votes_file, method, rounds, seed, fmt, output, **sli
                 raise click.UsageError("--votes ranks a file with Bradley-Terry; slice options "
                                        "and --method elo apply to the database only")
             votes = read_votes(votes_file)
-            ranking = rank_matrix(votes.names, votes.win_matrix(), rounds=rounds, rng=rng)
+            ranking = rank_matrix(votes.names, votes.win_matrix(), rounds=rounds, rng=rng,
+                                  intervals=intervals)
         else:
             if criterion is None:
                 raise click.UsageError("give --criterion (or --votes FILE)")
             ranking = rank_models(criterion, method=method, rounds=rounds, rng=rng,
-                                  slice_=Slice(**slice_options))
+                                  slice_=Slice(**slice_options), intervals=intervals)
     except (RankingError, VoteFileError) as exc:
         raise click.ClickException(str(exc)) from exc
     if fmt == "parquet":

@@ -12,7 +12,7 @@ from .rankings import Ranking
 
 FORMATS = ("table", "csv", "json", "parquet")
 COLUMNS = ["rank", "model", "score", "score_low", "score_high", "rating", "ci_low", "ci_high",
-           "rank_upper_bound", "online_elo", "votes", "wins", "win_rate"]
+           "rank_upper_bound", "tier", "online_elo", "votes", "wins", "win_rate"]
 
 
 def _clean(value):

@@ -15,10 +15,12 @@ from sqlalchemy import func, select
 from .config import CRITERIA
 from .extensions import db
 from .models import Comparison, EloRating, GenModel, Prompt, Vote, Voter
-from .ranking import bootstrap, bradley_terry
+from .ranking import bootstrap, bradley_terry, fisher_intervals
 from .voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
 
 METHODS = ("bt", "elo")
+INTERVALS = ("bootstrap", "fisher")
+TIE_CONFIDENCE = 0.95
 
 
 class RankingError(ValueError):
@@ -71,6 +73,7 @@ class RankedModel:
     score_low: float | None
     score_high: float | None
     rank_upper_bound: int | None
+    tier: int | None  # models in one tier are not separable at TIE_CONFIDENCE
     online_elo: float | None
     votes: int
     wins: float
@@ -84,6 +87,7 @@ class Ranking:
     models: list[RankedModel]
     total_votes: int
     bootstrap_rounds: int
+    intervals: str | None = None
     flags: list[str] = field(default_factory=list)
     slice: dict = field(default_factory=dict)
     prob_ahead: list[list[float]] | None = None
@@ -146,9 +150,13 @@ def rank_matrix(
     rng: np.random.Generator | None = None,
     online_elo: dict[str, float] | None = None,
     criterion: str | None = None,
+    intervals: str = "bootstrap",
 ) -> Ranking:
-    """Bradley-Terry ranking of ``names`` from their win matrix, with bootstrap intervals
-    when ``rounds`` > 0. Models without any vote are listed last and flagged."""
+    """Bradley-Terry ranking of ``names`` from their win matrix, with 95% intervals from a
+    ``rounds``-round bootstrap (``intervals="bootstrap"``, none when rounds is 0) or from the
+    Fisher information (``"fisher"``, instant). Models without any vote come last, flagged."""
+    if intervals not in INTERVALS:
+        raise RankingError(f"intervals must be one of {', '.join(INTERVALS)}")
     played = (wins + wins.T).sum(axis=1)
     active = np.flatnonzero(played > 0)
     flags = []
@@ -157,13 +165,20 @@ def rank_matrix(
         flags.append(f"no votes yet for: {', '.join(idle)}")
     sub = wins[np.ix_(active, active)]
     fit = bradley_terry(sub)
-    boot = bootstrap(sub, rounds=rounds, rng=rng) if rounds > 0 and active.size > 1 else None
+    boot = None
+    if active.size > 1 and intervals == "fisher":
+        boot = fisher_intervals(sub, fit)
+    elif active.size > 1 and rounds > 0:
+        boot = bootstrap(sub, rounds=rounds, rng=rng)
     active_names = [names[i] for i in active]
     flags += [_name_items(flag, active_names) for flag in fit.flags]
-    if boot is not None and boot.prior_rounds:
+    if boot is not None and getattr(boot, "prior_rounds", 0):
         flags.append(f"{boot.prior_rounds} of {rounds} bootstrap rounds lacked a "
                      "maximum-likelihood answer and used the weak prior: intervals are wide")
     order = np.argsort(-fit.scores, kind="stable")
+    tiers = tied_tiers(boot.prob_ahead, order) if boot is not None else {}
+    score_low = getattr(boot, "score_low", None)
+    score_high = getattr(boot, "score_high", None)
     rows = []
     for position, k in enumerate(order, start=1):
         i = active[k]
@@ -176,9 +191,10 @@ def rank_matrix(
             rating=float(fit.ratings[k]),
             ci_low=float(boot.rating_low[k]) if boot else None,
             ci_high=float(boot.rating_high[k]) if boot else None,
-            score_low=float(boot.score_low[k]) if boot else None,
-            score_high=float(boot.score_high[k]) if boot else None,
+            score_low=float(score_low[k]) if score_low is not None else None,
+            score_high=float(score_high[k]) if score_high is not None else None,
             rank_upper_bound=int(boot.rank_upper_bound[k]) if boot else None,
+            tier=tiers.get(int(k)),
             online_elo=(online_elo or {}).get(names[i]),
             votes=n_votes,
             wins=won,
@@ -188,7 +204,8 @@ def rank_matrix(
         rows.append(RankedModel(
             rank=len(rows) + 1, model=names[i], score=0.0, rating=None,
             ci_low=None, ci_high=None, score_low=None, score_high=None,
-            rank_upper_bound=None, online_elo=(online_elo or {}).get(names[i]), votes=0,
+            rank_upper_bound=None, tier=None, online_elo=(online_elo or {}).get(names[i]),
+            votes=0,
             wins=0.0, win_rate=None,
         ))
     return Ranking(
@@ -196,11 +213,27 @@ def rank_matrix(
         method="bt",
         models=rows,
         total_votes=round(float(wins.sum())),
-        bootstrap_rounds=rounds if boot else 0,
+        bootstrap_rounds=rounds if boot is not None and intervals == "bootstrap" else 0,
+        intervals=intervals if boot is not None else None,
         flags=flags,
         prob_ahead=_reorder(boot.prob_ahead, order) if boot else None,
         wins=_reorder(sub, order),
     )
+
+
+def tied_tiers(prob_ahead: np.ndarray, order: np.ndarray,
+               confidence: float = TIE_CONFIDENCE) -> dict[int, int]:
+    """Group items, best first, into tiers: an item opens a new tier once the first item of
+    the current tier is ahead of it with probability >= ``confidence``. Returns
+    {item index: tier number from 1}."""
+    tiers, tier, leader = {}, 0, None
+    for k in order:
+        k = int(k)
+        if leader is None or prob_ahead[leader, k] >= confidence:
+            tier += 1
+            leader = k
+        tiers[k] = tier
+    return tiers
 
 
 def _reorder(matrix: np.ndarray, order: np.ndarray) -> list[list[float]]:
@@ -236,6 +269,7 @@ def rank_models(
     rounds: int = 1000,
     slice_: Slice = Slice(),
     rng: np.random.Generator | None = None,
+    intervals: str = "bootstrap",
 ) -> Ranking:
     """Rank the models for ``criterion`` from the votes in ``slice_``.
 
@@ -255,7 +289,8 @@ def rank_models(
     ids, names, wins = win_matrix(criterion, slice_)
     elo_now = online_elo(criterion)
     ranking = rank_matrix(names, wins, rounds=rounds if method == "bt" else 0, rng=rng,
-                          online_elo=elo_now, criterion=criterion)
+                          online_elo=elo_now, criterion=criterion,
+                          intervals=intervals if method == "bt" else "bootstrap")
     if method == "elo":
         ratings = elo_now if not slice_.active() else _replay_slice(criterion, slice_, ids,
                                                                     names)

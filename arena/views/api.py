@@ -191,7 +191,8 @@ def leaderboard():
         return error_response(400, "bootstrap must be an integer from 0 to 10000")
     try:
         ranking = rank_models(criterion, method=method, rounds=rounds, slice_=_slice_from_args(),
-                              rng=np.random.default_rng(int(request.args.get("seed", 0))))
+                              rng=np.random.default_rng(int(request.args.get("seed", 0))),
+                              intervals=request.args.get("intervals", "bootstrap"))
     except (RankingError, ValueError) as exc:
         return error_response(400, str(exc))
     name = f"leaderboard-{criterion}-{ranking.method}"

@@ -128,3 +128,23 @@ def test_rank_matrix_names_flagged_items():
     ranking = rank_matrix(["a", "b", "c"], np.array([[0, 2, 1], [1, 0, 3], [0, 0, 0.0]]),
                           rounds=0)
     assert any("never won: c" in f for f in ranking.flags)
+
+
+def test_fisher_intervals_for_live_pages(voted):
+    fisher = rank_models("preference", intervals="fisher")
+    boot = rank_models("preference", rounds=1000, rng=np.random.default_rng(2))
+    assert fisher.intervals == "fisher" and fisher.bootstrap_rounds == 0
+    for f, b in zip(fisher.models, boot.models, strict=True):
+        assert f.model == b.model
+        assert f.ci_low < f.rating < f.ci_high
+        assert (f.ci_high - f.ci_low) == pytest.approx(b.ci_high - b.ci_low, rel=0.25)
+    with pytest.raises(RankingError):
+        rank_models("preference", intervals="guess")
+
+
+def test_tied_tiers():
+    from arena.rankings import tied_tiers
+
+    prob = np.array([[0, 0.6, 0.99, 1.0], [0.4, 0, 0.9, 0.97], [0.01, 0.1, 0, 0.8],
+                     [0, 0.03, 0.2, 0]])
+    assert tied_tiers(prob, np.arange(4)) == {0: 1, 1: 1, 2: 2, 3: 2}

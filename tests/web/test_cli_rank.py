@@ -97,3 +97,10 @@ def test_rank_the_database(runner, app):
     assert bad.exit_code != 0 and "continent must be one of" in bad.output
     assert runner.invoke(args=["rank"]).exit_code != 0
 
+
+
+def test_fisher_intervals_option(runner, chess_csv):
+    rows = json.loads(runner.invoke(args=["rank", "--votes", str(chess_csv), "--format", "json",
+                                          "--intervals", "fisher"]).stdout)
+    assert all(r["ci_low"] < r["rating"] < r["ci_high"] for r in rows)
+    assert all(r["score_low"] is None for r in rows)
