@@ -44,8 +44,11 @@ def upgrade_database() -> None:
               help="Prompts with images (default: DEMO_PROMPTS, 24).")
 @click.option("--images", "n_images", type=click.IntRange(1, 8), default=None,
               help="Images per model and prompt (default 4).")
+@click.option("--votes", "n_votes", type=click.IntRange(0, 1_000_000), default=400,
+              show_default=True, help="Simulated crowd votes cast through the real services, "
+              "so the leaderboard has data (0: none).")
 @with_appcontext
-def demo_command(n_prompts, n_images):
+def demo_command(n_prompts, n_images, n_votes):
     """Create the database and load the demo campaign (does nothing if already loaded)."""
     from . import demo
 
@@ -60,6 +63,12 @@ def demo_command(n_prompts, n_images):
     with click.progressbar(length=total, label="Drawing demo images") as bar:
         counts = demo.load_demo(n_prompts, n_images, progress=lambda _step, n: bar.update(n))
     click.echo(", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items()))
+    if n_votes:
+        import numpy as np
+
+        with click.progressbar(length=n_votes, label="Simulating crowd votes") as bar:
+            cast = demo.simulate_votes(n_votes, np.random.default_rng(2026), progress=bar.update)
+        click.echo(f"{cast} simulated votes cast")
 
 
 @click.command("serve")

@@ -255,3 +255,50 @@ def load_demo(
         "validation_pairs": n_gold,
     }
 
+
+
+# Log-strengths of the demo models as a simulated crowd sees them (Aurora best).
+SIMULATED_STRENGTH = {"Aurora-XL": 1.0, "Brisk-2": 0.6, "Cobble-1": -0.4, "Dusk-0.3": -1.2}
+SIMULATED_COUNTRIES = ("US", "BR", "DE", "FR", "IN", "JP", "NG", "KE", "AU", "MX", "GB", "ID")
+
+
+def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None) -> int:
+    """Cast about ``n_votes`` votes from simulated voters through the real session and vote
+    services, so a fresh demo has a leaderboard to look at. Voters pick the stronger demo
+    model with Bradley-Terry probabilities and answer gold pairs right 90% of the time.
+    Returns the number of votes cast. Simulated voters carry random demographics."""
+    from . import matchmaking, voters, voting
+    from .models import Task
+
+    cast = 0
+    while cast < n_votes:
+        demographics = {
+            "age_group": str(rng.choice(voters.AGE_GROUPS + ("undisclosed",))),
+            "gender": str(rng.choice(voters.GENDERS + ("undisclosed",))),
+            "country": str(rng.choice(SIMULATED_COUNTRIES)),
+        }
+        voter, _ = voters.create_voter(demographics)
+        db.session.commit()
+        for _ in range(int(rng.integers(1, 5))):
+            try:
+                session = matchmaking.start_session(voter, rng)
+            except matchmaking.NoTasksAvailable:
+                break
+            for task_id in [t.id for t in session.tasks]:
+                task = db.session.get(Task, task_id)
+                left, right = task.left_image, task.right_image
+                comparison = task.comparison
+                if comparison.is_validation:
+                    right_answer = "left" if comparison.correct_image_id == left.id else "right"
+                    wrong = "right" if right_answer == "left" else "left"
+                    choice = right_answer if rng.random() < 0.9 else wrong
+                else:
+                    s_left = SIMULATED_STRENGTH.get(left.model.name, 0.0)
+                    s_right = SIMULATED_STRENGTH.get(right.model.name, 0.0)
+                    p_left = 1.0 / (1.0 + np.exp(s_right - s_left))
+                    choice = "left" if rng.random() < p_left else "right"
+                voting.cast_vote(voter, task_id, choice, int(rng.integers(900, 6000)))
+                cast += 1
+                if progress:
+                    progress(1)
+    return cast

@@ -131,3 +131,21 @@ def test_landing_fits_a_360px_phone_and_refuses_minors(app, live_server, browser
     page.get_by_role("button", name="Start").tap()
     page.get_by_text("18 or older").wait_for()
     context.close()
+
+
+def test_leaderboard_filters_swap_the_board(app, live_server, phone):
+    app.config["VALIDATION_RATE"] = 0.0
+    with app.app_context():
+        from tests.unit.test_rankings import vote_as
+
+        make_campaign()
+        vote_as({"country": "FR"}, ["model-0", "model-1", "model-2"])
+        vote_as({"country": "JP"}, ["model-2", "model-1", "model-0"], seed=3)
+    phone.goto(live_server + "/leaderboard?criterion=preference")
+    phone.locator("table.ranking").wait_for()
+    assert phone.evaluate("document.scrollingElement.scrollWidth") <= 390
+    phone.select_option("select[name=continent]", "AS")
+    phone.get_by_text("slice: continent AS").wait_for()
+    assert "continent=AS" in phone.url
+    first = phone.locator("table.ranking tbody tr").first.locator("th").inner_text()
+    assert first == "model-2"

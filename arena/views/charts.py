@@ -1,0 +1,68 @@
+"""Server-rendered SVG geometry for the leaderboard: no chart library, no inline styles
+(colours are SVG presentation attributes, allowed by the Content-Security-Policy)."""
+
+from __future__ import annotations
+
+from ..rankings import Ranking
+
+
+def _mix(a: tuple[int, int, int], b: tuple[int, int, int], t: float) -> str:
+    r, g, bl = (round(x + (y - x) * t) for x, y in zip(a, b, strict=True))
+    return f"#{r:02x}{g:02x}{bl:02x}"
+
+
+def heat_colour(rate: float | None) -> str:
+    """Blue (0) through near-white (0.5) to red (1); grey when there is no data."""
+    if rate is None:
+        return "#d9d9de"
+    low, mid, high = (52, 101, 200), (246, 246, 248), (206, 62, 50)
+    return _mix(low, mid, rate * 2) if rate < 0.5 else _mix(mid, high, rate * 2 - 1)
+
+
+def interval_chart(ranking: Ranking, width: int = 420, row: int = 26, label: int = 100) -> dict:
+    """Rows of (model, x of rating, x of low/high) on a shared Elo-scale axis."""
+    rated = [m for m in ranking.models if m.rating is not None]
+    if not rated:
+        return {"rows": [], "width": width, "height": 0, "ticks": []}
+    lows = [m.ci_low if m.ci_low is not None else m.rating for m in rated]
+    highs = [m.ci_high if m.ci_high is not None else m.rating for m in rated]
+    lo, hi = min(lows), max(highs)
+    pad = max(10.0, (hi - lo) * 0.08)
+    lo, hi = lo - pad, hi + pad
+    plot = width - label - 16
+
+    def x(value: float) -> float:
+        return round(label + (value - lo) / (hi - lo) * plot, 1)
+
+    step = next(s for s in (5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
+                if (hi - lo) / s <= 6)
+    first = int(lo // step + 1) * step
+    ticks = [{"x": x(v), "label": f"{v:g}"} for v in range(first, int(hi) + 1, step)]
+    rows = [{"model": m.model, "y": 20 + i * row, "x": x(m.rating), "x_low": x(low),
+             "x_high": x(high), "rating": m.rating, "votes": m.votes}
+            for i, (m, low, high) in enumerate(zip(rated, lows, highs, strict=True))]
+    return {"rows": rows, "width": width, "height": 30 + len(rows) * row, "ticks": ticks,
+            "label_width": label}
+
+
+def heatmap(ranking: Ranking, cell: int = 44, label: int = 150) -> dict:
+    """Win rate of the row model against the column model, in ranking order."""
+    if not ranking.wins:
+        return {"cells": [], "labels": [], "size": 0}
+    names = [m.model for m in ranking.models if m.rating is not None][: len(ranking.wins)]
+    cells = []
+    for i, row in enumerate(ranking.wins):
+        for j, won in enumerate(row):
+            if i == j:
+                continue
+            total = won + ranking.wins[j][i]
+            rate = won / total if total else None
+            cells.append({"x": label + j * cell, "y": 24 + i * cell, "fill": heat_colour(rate),
+                          "text": "–" if rate is None else f"{100 * rate:.0f}",
+                          "title": f"{names[i]} beat {names[j]} in {won:g} of {total:g}",
+                          "dark": rate is not None and abs(rate - 0.5) > 0.3})
+    labels = [{"name": n, "y": 24 + i * cell + cell / 2, "x": label + i * cell + cell / 2,
+               "short": n[:6]} for i, n in enumerate(names)]
+    return {"cells": cells, "labels": labels, "size": len(names), "cell": cell,
+            "label_width": label, "width": label + len(names) * cell + 4,
+            "height": 24 + len(names) * cell + 4}

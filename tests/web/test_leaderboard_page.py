@@ -1,0 +1,48 @@
+import pytest
+
+from tests.factories import make_campaign
+from tests.unit.test_rankings import vote_as
+
+
+@pytest.fixture
+def board(app):
+    app.config["VALIDATION_RATE"] = 0.0
+    with app.app_context():
+        make_campaign()
+        vote_as({"country": "FR"}, ["model-0", "model-1", "model-2"])
+        vote_as({"country": "JP"}, ["model-2", "model-1", "model-0"], seed=3)
+
+
+def test_leaderboard_shows_ranking_chart_and_heatmap(client, board):
+    html = client.get("/leaderboard?criterion=preference").get_data(as_text=True)
+    assert "Bradley-Terry on" in html and "Which image do you prefer?" in html
+    for name in ("model-0", "model-1", "model-2"):
+        assert name in html
+    assert 'class="chart"' in html and 'class="heat"' in html
+    assert html.count("<circle") == 3
+    assert "style=" not in html  # the CSP forbids inline styles
+
+
+def test_slices_filter_and_htmx_returns_the_board_only(client, board):
+    full = client.get("/leaderboard?criterion=preference&continent=AS")
+    assert "slice: continent AS" in full.get_data(as_text=True)
+    partial = client.get("/leaderboard?criterion=preference&continent=EU",
+                         headers={"HX-Request": "true"})
+    body = partial.get_data(as_text=True)
+    assert body.lstrip().startswith('<section class="card board" id="board">')
+    assert "HX-Request" in partial.headers["Vary"]
+    first_row = body.split("<tbody>")[1]
+    assert first_row.index("model-0") < first_row.index("model-2")
+
+
+def test_bad_filter_values_show_a_message(client, board):
+    html = client.get("/leaderboard?since=soon").get_data(as_text=True)
+    assert "use a date like" in html
+    html = client.get("/leaderboard?continent=ZZ").get_data(as_text=True)
+    assert "continent must be one of" in html
+
+
+def test_empty_slice_is_explained(client, board):
+    html = client.get("/leaderboard?criterion=preference&age_group=65%2B").get_data(
+        as_text=True)
+    assert "no votes yet for" in html
