@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import re
 import statistics
 import tempfile
@@ -20,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 from flask_migrate import upgrade
-from sqlalchemy import insert, select
+from sqlalchemy import select
+from synthetic import grow_campaign
 
 from arena import create_app, demo, matchmaking, voters
-from arena.config import CRITERIA
 from arena.extensions import db
-from arena.models import Comparison, GenModel, Image, Prompt, PromptSet
+from arena.models import Comparison
 from arena.voting import ensure_ratings
 
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
@@ -90,44 +89,6 @@ def request_times(app, rounds: int) -> None:
     print(f"  POST /start         issue a session    {statistics.median(starts):7.2f} ms")
     print(f"  GET  /s/<id>        task page          {statistics.median(shows):7.2f} ms")
     print(f"  POST /t/<id> (htmx) vote + next card   {statistics.median(votes):7.2f} ms")
-
-
-def grow_campaign(n_prompts: int) -> int:
-    """Add synthetic prompts with 4 models x 4 image rows each and all their comparisons
-    (96 per prompt and criterion), with bulk inserts. Image rows have no files: matchmaking
-    never reads pixels."""
-    models = db.session.scalars(select(GenModel)).all()
-    prompt_set = PromptSet(name=f"synthetic-{n_prompts}", source="benchmark")
-    db.session.add(prompt_set)
-    db.session.flush()
-    db.session.execute(insert(Prompt), [
-        {"prompt_set_id": prompt_set.id, "position": i + 1, "text": f"synthetic {i}"}
-        for i in range(n_prompts)])
-    prompt_ids = db.session.scalars(
-        select(Prompt.id).where(Prompt.prompt_set_id == prompt_set.id)).all()
-    db.session.execute(insert(Image), [
-        {"sha256": hashlib.sha256(f"{p}-{m.id}-{k}".encode()).hexdigest(), "model_id": m.id,
-         "prompt_id": p, "width": 512, "height": 512}
-        for p in prompt_ids for m in models[:4] for k in range(4)])
-    rows = db.session.execute(select(Image.id, Image.prompt_id, Image.model_id).where(
-        Image.prompt_id.in_(prompt_ids))).all()
-    by_prompt = {}
-    for image_id, prompt_id, model_id in rows:
-        by_prompt.setdefault(prompt_id, []).append((image_id, model_id))
-    rng = np.random.default_rng(0)
-    batch = []
-    for prompt_id, items in by_prompt.items():
-        for i, (a, ma) in enumerate(items):
-            for b, mb in items[i + 1:]:
-                if ma != mb:
-                    for criterion in CRITERIA:
-                        batch.append({"criterion": criterion, "prompt_id": prompt_id,
-                                      "image_a_id": a, "image_b_id": b, "target_votes": 26,
-                                      "shuffle_key": int(rng.integers(2**31))})
-    for i in range(0, len(batch), 20000):
-        db.session.execute(insert(Comparison), batch[i:i + 20000])
-    db.session.commit()
-    return len(batch)
 
 
 def matchmaking_scale(app, label: str, rounds: int) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtr, ndtri
 
 from .bootstrap import rank_upper_bounds
 from .bradley_terry import ELO_SCALE, LOG10, BTResult
@@ -55,11 +55,11 @@ def fisher_intervals(wins, fit: BTResult, level: float = 0.95) -> FisherResult:
     covariance = centre @ np.linalg.pinv(info, hermitian=True) @ centre
     scale = ELO_SCALE / LOG10
     se = scale * np.sqrt(np.clip(np.diag(covariance), 0.0, None))
-    z = norm.ppf(0.5 + level / 2.0)
+    z = ndtri(0.5 + level / 2.0)
     low, high = fit.ratings - z * se, fit.ratings + z * se
     var = np.diag(covariance)
     diff_sd = np.sqrt(np.clip(var[:, None] + var[None, :] - 2.0 * covariance, 1e-300, None))
     diff = fit.log_strengths[:, None] - fit.log_strengths[None, :]
-    prob = norm.cdf(diff / diff_sd)
+    prob = ndtr(diff / diff_sd)
     np.fill_diagonal(prob, 0.0)
     return FisherResult(low, high, se, rank_upper_bounds(low, high), prob, covariance)

@@ -1,0 +1,88 @@
+"""`arena rank` over millions of stored votes, on SQLite and PostgreSQL.
+
+    .venv/bin/python benchmarks/rank_db.py [--votes 2000000] [--postgres URL]
+
+Builds a throwaway database: 282 prompts x 4 models x 4 images (the source benchmark's size),
+then ``--votes`` preference votes inserted with INSERT ... SELECT. Prints the time of the SQL
+aggregation, of ``rank_models`` with 1,000 bootstrap rounds, and of the whole ``arena rank``
+command as a user runs it (a new process: interpreter start and imports included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from flask_migrate import upgrade
+from synthetic import fill_votes, grow_campaign
+
+from arena import create_app
+from arena.extensions import db
+from arena.models import GenModel
+from arena.rankings import rank_models, win_matrix
+from arena.voting import ensure_ratings
+
+ARENA = str(Path(sys.executable).with_name("arena"))
+
+
+def median_s(fn, repeats=3):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def run(label: str, instance: Path, url: str | None, n_votes: int) -> None:
+    config = {"INSTANCE_PATH": str(instance), "SECRET_KEY": "bench"}
+    if url:
+        config["DATABASE_URL"] = url
+    app = create_app(config)
+    with app.app_context():
+        upgrade()
+        models = [GenModel(name=f"model-{k}") for k in range(4)]
+        db.session.add_all(models)
+        db.session.commit()
+        ensure_ratings([m.id for m in models])
+        db.session.commit()
+        t0 = time.perf_counter()
+        grow_campaign(282, criteria=("preference",))
+        total = fill_votes(n_votes)
+        build = time.perf_counter() - t0
+        t_agg = median_s(lambda: win_matrix("preference"))
+        t_rank = median_s(lambda: rank_models("preference", rounds=1000,
+                                              rng=np.random.default_rng(0)), 1)
+    env = {**os.environ, "ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench"}
+    if url:
+        env["ARENA_DATABASE_URL"] = url
+    cli = median_s(lambda: subprocess.run(
+        [ARENA, "rank", "--criterion", "preference", "--format", "json"], env=env,
+        check=True, capture_output=True), 3)
+    print(f"\n{label}: {total:,d} stored votes (built in {build:.0f} s)")
+    print(f"  SQL aggregation (GROUP BY winner, loser)   {t_agg * 1000:8.0f} ms")
+    print(f"  rank_models, 1000 bootstrap rounds         {t_rank * 1000:8.0f} ms")
+    print(f"  `arena rank --criterion preference`, whole command, median of 3: "
+          f"{cli:.2f} s (target < 3 s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--votes", type=int, default=2_000_000)
+    parser.add_argument("--postgres", help="an empty PostgreSQL database URL")
+    args = parser.parse_args()
+    run("SQLite", Path(tempfile.mkdtemp(prefix="arena-rankdb-")), None, args.votes)
+    if args.postgres:
+        run("PostgreSQL", Path(tempfile.mkdtemp(prefix="arena-rankdb-pg-")), args.postgres,
+            args.votes)
+
+
+if __name__ == "__main__":
+    main()

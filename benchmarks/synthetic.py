@@ -1,0 +1,99 @@
+"""Synthetic campaign data for the benchmarks (bulk inserts, no image files)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+from sqlalchemy import insert, select
+
+from arena.config import CRITERIA
+from arena.extensions import db
+from arena.models import Comparison, GenModel, Image, Prompt, PromptSet
+
+
+def grow_campaign(n_prompts: int, criteria=CRITERIA) -> int:
+    """Add synthetic prompts with 4 models x 4 image rows each and all their comparisons
+    (96 per prompt and criterion), with bulk inserts. Image rows have no files: matchmaking
+    never reads pixels."""
+    models = db.session.scalars(select(GenModel)).all()
+    prompt_set = PromptSet(name=f"synthetic-{n_prompts}", source="benchmark")
+    db.session.add(prompt_set)
+    db.session.flush()
+    db.session.execute(insert(Prompt), [
+        {"prompt_set_id": prompt_set.id, "position": i + 1, "text": f"synthetic {i}"}
+        for i in range(n_prompts)])
+    prompt_ids = db.session.scalars(
+        select(Prompt.id).where(Prompt.prompt_set_id == prompt_set.id)).all()
+    db.session.execute(insert(Image), [
+        {"sha256": hashlib.sha256(f"{p}-{m.id}-{k}".encode()).hexdigest(), "model_id": m.id,
+         "prompt_id": p, "width": 512, "height": 512}
+        for p in prompt_ids for m in models[:4] for k in range(4)])
+    rows = db.session.execute(select(Image.id, Image.prompt_id, Image.model_id).where(
+        Image.prompt_id.in_(prompt_ids))).all()
+    by_prompt = {}
+    for image_id, prompt_id, model_id in rows:
+        by_prompt.setdefault(prompt_id, []).append((image_id, model_id))
+    rng = np.random.default_rng(0)
+    batch = []
+    for prompt_id, items in by_prompt.items():
+        for i, (a, ma) in enumerate(items):
+            for b, mb in items[i + 1:]:
+                if ma != mb:
+                    for criterion in criteria:
+                        batch.append({"criterion": criterion, "prompt_id": prompt_id,
+                                      "image_a_id": a, "image_b_id": b, "target_votes": 26,
+                                      "shuffle_key": int(rng.integers(2**31))})
+    for i in range(0, len(batch), 20000):
+        db.session.execute(insert(Comparison), batch[i:i + 20000])
+    db.session.commit()
+    return len(batch)
+
+
+def fill_votes(n_votes: int, criterion: str = "preference") -> int:
+    """Add ``n_votes`` answered tasks and their votes on ``criterion`` with INSERT ... SELECT
+    (one voter per pass over the comparisons). The left image wins more often when its model
+    id is higher, so the ranking is not flat. Returns the number of votes added."""
+    from sqlalchemy import func, text
+
+    from arena.models import Voter, VotingSession
+
+    comparisons = db.session.scalar(select(func.count()).select_from(Comparison).where(
+        Comparison.criterion == criterion, Comparison.is_validation.is_(False)))
+    n_voters = -(-n_votes // comparisons)
+    first = db.session.scalar(select(func.coalesce(func.max(Voter.id), 0)))
+    db.session.execute(insert(Voter), [{"public_id": f"bench{first + k}"} for k in range(n_voters)])
+    voters = db.session.scalars(select(Voter.id).where(Voter.id > first)).all()
+    db.session.execute(insert(VotingSession), [
+        {"public_id": f"bench{v}", "voter_id": v, "criterion": criterion} for v in voters])
+    db.session.execute(text("""
+        INSERT INTO task (session_id, voter_id, comparison_id, position, left_image_id,
+                          right_image_id, issued_at, answered_at)
+        SELECT s.id, s.voter_id, c.id, c.id, c.image_a_id, c.image_b_id,
+               CURRENT_TIMESTAMP, CURRENT_TIMESTAMP
+        FROM session s CROSS JOIN comparison c
+        WHERE s.voter_id > :first AND c.criterion = :criterion AND c.is_validation = :no
+        ORDER BY s.id, c.id
+        LIMIT :n"""), {"first": first, "criterion": criterion, "no": False, "n": n_votes})
+    db.session.execute(text("""
+        INSERT INTO vote (task_id, voter_id, comparison_id, criterion, choice, winner_image_id,
+                          loser_image_id, winner_model_id, loser_model_id, is_validation,
+                          response_ms, created_at)
+        SELECT t.id, t.voter_id, t.comparison_id, :criterion, x.choice,
+               CASE WHEN x.choice = 'left' THEN a.id ELSE b.id END,
+               CASE WHEN x.choice = 'left' THEN b.id ELSE a.id END,
+               CASE WHEN x.choice = 'left' THEN a.model_id ELSE b.model_id END,
+               CASE WHEN x.choice = 'left' THEN b.model_id ELSE a.model_id END,
+               :no, 1500, CURRENT_TIMESTAMP
+        FROM task t
+        JOIN image a ON a.id = t.left_image_id
+        JOIN image b ON b.id = t.right_image_id
+        JOIN (SELECT t2.id AS tid,
+                     CASE WHEN (t2.id * 7919) % 100 < 50 + 8 * (a2.model_id - b2.model_id)
+                          THEN 'left' ELSE 'right' END AS choice
+              FROM task t2 JOIN image a2 ON a2.id = t2.left_image_id
+                           JOIN image b2 ON b2.id = t2.right_image_id
+              WHERE t2.voter_id > :first) x ON x.tid = t.id
+        WHERE t.voter_id > :first"""), {"first": first, "criterion": criterion, "no": False})
+    db.session.commit()
+    return db.session.scalar(select(func.count()).select_from(text("vote")))
