@@ -156,9 +156,11 @@ def elo_replay_command():
 @click.option("--since", type=click.DateTime(), help="Votes at or after this UTC time.")
 @click.option("--until", type=click.DateTime(), help="Votes before this UTC time.")
 @click.option("--trusted-only", is_flag=True, help="Only voters who passed validation.")
+@click.option("--poststratify", is_flag=True,
+              help="Reweight votes so continents count by world population share.")
 @with_appcontext
 def rank_command(criterion, votes_file, method, rounds, intervals, seed, fmt, output,
-                 **slice_options):
+                 poststratify, **slice_options):
     """Rank models with Bradley-Terry (95% bootstrap intervals) or Elo."""
     import numpy as np
 
@@ -171,7 +173,8 @@ def rank_command(criterion, votes_file, method, rounds, intervals, seed, fmt, ou
     rng = np.random.default_rng(seed)
     try:
         if votes_file is not None:
-            if any(v not in (None, False) for v in slice_options.values()) or method != "bt":
+            if (any(v not in (None, False) for v in slice_options.values()) or method != "bt"
+                    or poststratify):
                 raise click.UsageError("--votes ranks a file with Bradley-Terry; slice options "
                                        "and --method elo apply to the database only")
             votes = read_votes(votes_file)
@@ -181,7 +184,8 @@ def rank_command(criterion, votes_file, method, rounds, intervals, seed, fmt, ou
             if criterion is None:
                 raise click.UsageError("give --criterion (or --votes FILE)")
             ranking = rank_models(criterion, method=method, rounds=rounds, rng=rng,
-                                  slice_=Slice(**slice_options), intervals=intervals)
+                                  slice_=Slice(**slice_options), intervals=intervals,
+                                  poststratify=poststratify)
     except (RankingError, VoteFileError) as exc:
         raise click.ClickException(str(exc)) from exc
     if fmt == "parquet":

@@ -18,6 +18,12 @@ from .models import Comparison, EloRating, GenModel, Prompt, Vote, Voter
 from .ranking import bootstrap, bradley_terry, fisher_intervals
 from .voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
 
+# World population by continent, 2024, from the UN World Population Prospects 2024
+# (rounded; North America includes Central America and the Caribbean). The default target of
+# post-stratification: a crowd over-represents some regions; reweighting shows what the
+# world's population would have voted, as far as the sample reaches.
+WORLD_POPULATION_SHARE = {"AS": 0.592, "AF": 0.183, "EU": 0.092, "NA": 0.076, "SA": 0.055,
+                          "OC": 0.006}
 METHODS = ("bt", "elo")
 INTERVALS = ("bootstrap", "fisher")
 TIE_CONFIDENCE = 0.95
@@ -97,7 +103,7 @@ class Ranking:
         return [asdict(m) for m in self.models]
 
 
-def vote_filter(criterion: str, slice_: Slice):
+def vote_filter(criterion: str, slice_: Slice, join_voter: bool = False):
     """The WHERE clause and joins for counted votes of ``criterion`` in ``slice_``."""
     query = select(Vote.winner_model_id, Vote.loser_model_id).where(
         Vote.criterion == criterion,
@@ -107,7 +113,7 @@ def vote_filter(criterion: str, slice_: Slice):
     )
     demographic = {"age_group": slice_.age_group, "gender": slice_.gender,
                    "continent": slice_.continent, "country": slice_.country}
-    if any(v is not None for v in demographic.values()) or slice_.trusted_only:
+    if join_voter or any(v is not None for v in demographic.values()) or slice_.trusted_only:
         query = query.join(Voter, Voter.id == Vote.voter_id)
         for column, value in demographic.items():
             if value is not None:
@@ -262,6 +268,50 @@ def online_elo(criterion: str) -> dict[str, float]:
     return dict(rows.all())
 
 
+def poststratified_matrix(
+    criterion: str, slice_: Slice = Slice(), target: dict[str, float] | None = None
+) -> tuple[list[int], list[str], np.ndarray, list[str]]:
+    """Win matrix reweighted so each continent counts by its ``target`` share (default: world
+    population) instead of its share of the votes. Votes of voters who did not give a country
+    are left out. The total weight equals the number of votes used. Returns ids, names, wins
+    and flags describing the reweighting."""
+    target = dict(target or WORLD_POPULATION_SHARE)
+    models = db.session.execute(select(GenModel.id, GenModel.name).order_by(GenModel.name)).all()
+    ids = [m.id for m in models]
+    index = {model_id: i for i, model_id in enumerate(ids)}
+    sub = vote_filter(criterion, slice_, join_voter=True).add_columns(Voter.continent).subquery()
+    rows = db.session.execute(
+        select(sub.c.continent, sub.c.winner_model_id, sub.c.loser_model_id, func.count())
+        .group_by(sub.c.continent, sub.c.winner_model_id, sub.c.loser_model_id)
+    ).all()
+    per_continent = {}
+    unknown = 0
+    for continent, winner, loser, count in rows:
+        if continent is None:
+            unknown += count
+            continue
+        matrix = per_continent.setdefault(continent, np.zeros((len(ids), len(ids))))
+        matrix[index[winner], index[loser]] += count
+    flags = []
+    if unknown:
+        flags.append(f"post-stratified: {unknown} votes without a country left out")
+    present = {c: m for c, m in per_continent.items() if target.get(c, 0) > 0}
+    missing = sorted(c for c in target if target[c] > 0 and c not in present)
+    if missing:
+        flags.append("post-stratified: no votes from " + ", ".join(CONTINENTS[c] for c in missing)
+                     + "; their share is spread over the others")
+    wins = np.zeros((len(ids), len(ids)))
+    total = sum(m.sum() for m in present.values())
+    share_sum = sum(target[c] for c in present)
+    for continent, matrix in present.items():
+        weight = (target[continent] / share_sum) / (matrix.sum() / total)
+        if weight > 5:
+            flags.append(f"post-stratified: votes from {CONTINENTS[continent]} weigh "
+                         f"{weight:.1f}x; few votes decide that share")
+        wins += weight * matrix
+    return ids, [m.name for m in models], wins, flags
+
+
 def rank_models(
     criterion: str,
     *,
@@ -270,6 +320,7 @@ def rank_models(
     slice_: Slice = Slice(),
     rng: np.random.Generator | None = None,
     intervals: str = "bootstrap",
+    poststratify: bool = False,
 ) -> Ranking:
     """Rank the models for ``criterion`` from the votes in ``slice_``.
 
@@ -286,11 +337,18 @@ def rank_models(
         raise RankingError(f"criterion must be one of {', '.join(CRITERIA)}")
     if method not in METHODS:
         raise RankingError(f"method must be one of {', '.join(METHODS)}")
-    ids, names, wins = win_matrix(criterion, slice_)
+    strat_flags = []
+    if poststratify:
+        if method != "bt":
+            raise RankingError("post-stratification applies to the Bradley-Terry method")
+        ids, names, wins, strat_flags = poststratified_matrix(criterion, slice_)
+    else:
+        ids, names, wins = win_matrix(criterion, slice_)
     elo_now = online_elo(criterion)
     ranking = rank_matrix(names, wins, rounds=rounds if method == "bt" else 0, rng=rng,
                           online_elo=elo_now, criterion=criterion,
                           intervals=intervals if method == "bt" else "bootstrap")
+    ranking.flags = strat_flags + ranking.flags
     if method == "elo":
         ratings = elo_now if not slice_.active() else _replay_slice(criterion, slice_, ids,
                                                                     names)
@@ -302,6 +360,8 @@ def rank_models(
         ranking.prob_ahead = None
     ranking.slice = {k: (v.isoformat() if isinstance(v, datetime) else v)
                      for k, v in slice_.active().items()}
+    if poststratify:
+        ranking.slice["poststratified"] = "world population by continent"
     return ranking
 
 

@@ -45,7 +45,8 @@ def leaderboard():
         criterion = "preference"
     error, ranking = None, None
     try:
-        ranking = rank_models(criterion, intervals="fisher", slice_=_slice(request.args))
+        ranking = rank_models(criterion, intervals="fisher", slice_=_slice(request.args),
+                              poststratify=bool(request.args.get("poststratify")))
     except RankingError as exc:
         error = str(exc)
     categories = db.session.scalars(

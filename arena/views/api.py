@@ -168,7 +168,8 @@ def leaderboard():
         return error_response(400, f"criterion must be one of {', '.join(CRITERIA)}")
     if fmt not in ("json", "csv", "parquet"):
         return error_response(400, "format must be json, csv or parquet")
-    detailed = method != "elo" or fmt != "json" or any(a in request.args for a in SLICE_ARGS)
+    detailed = (method != "elo" or fmt != "json" or "poststratify" in request.args
+                or any(a in request.args for a in SLICE_ARGS))
     if not detailed:
         rows = elo_leaderboard(criterion)
         return jsonify(
@@ -192,7 +193,8 @@ def leaderboard():
     try:
         ranking = rank_models(criterion, method=method, rounds=rounds, slice_=_slice_from_args(),
                               rng=np.random.default_rng(int(request.args.get("seed", 0))),
-                              intervals=request.args.get("intervals", "bootstrap"))
+                              intervals=request.args.get("intervals", "bootstrap"),
+                              poststratify=request.args.get("poststratify") in ("1", "true"))
     except (RankingError, ValueError) as exc:
         return error_response(400, str(exc))
     name = f"leaderboard-{criterion}-{ranking.method}"

@@ -148,3 +148,24 @@ def test_tied_tiers():
     prob = np.array([[0, 0.6, 0.99, 1.0], [0.4, 0, 0.9, 0.97], [0.01, 0.1, 0, 0.8],
                      [0, 0.03, 0.2, 0]])
     assert tied_tiers(prob, np.arange(4)) == {0: 1, 1: 1, 2: 2, 3: 2}
+
+
+def test_poststratification_reweights_continents(voted):
+    from arena.rankings import WORLD_POPULATION_SHARE, poststratified_matrix
+
+    # three Europeans prefer model-0, two Asians model-2; Asia is 59% of the world
+    assert rank_models("preference", rounds=0).models[0].model == "model-0"
+    ranking = rank_models("preference", rounds=0, poststratify=True)
+    assert ranking.models[0].model == "model-2"
+    assert ranking.slice["poststratified"]
+    assert any("no votes from Africa" in f for f in ranking.flags)
+    _, _, wins, _ = poststratified_matrix("preference")
+    _, _, raw = win_matrix("preference")
+    assert wins.sum() == pytest.approx(raw.sum())  # reweighting keeps the total
+    # with the sample's own shares as target, nothing changes
+    eu = win_matrix("preference", Slice(continent="EU"))[2].sum()
+    own = {"EU": eu / raw.sum(), "AS": 1 - eu / raw.sum()}
+    assert np.allclose(poststratified_matrix("preference", target=own)[2], raw)
+    assert abs(sum(WORLD_POPULATION_SHARE.values()) - 1) < 0.01
+    with pytest.raises(RankingError):
+        rank_models("preference", method="elo", poststratify=True)

@@ -46,3 +46,9 @@ def test_empty_slice_is_explained(client, board):
     html = client.get("/leaderboard?criterion=preference&age_group=65%2B").get_data(
         as_text=True)
     assert "no votes yet for" in html
+
+
+def test_poststratified_board(client, board):
+    html = client.get("/leaderboard?criterion=preference&poststratify=1").get_data(as_text=True)
+    assert "poststratified world population by continent" in html
+    assert "no votes from Africa" in html
