@@ -143,6 +143,9 @@ def elo_replay_command():
 @click.option("--intervals", type=click.Choice(["bootstrap", "fisher"]), default="bootstrap",
               show_default=True, help="95% intervals by bootstrap or from the Fisher "
               "information (instant).")
+@click.option("--ties", type=click.Choice(["half", "davidson"]), default="half",
+              show_default=True, help="With --votes: count a tie as half a win each way, or "
+              "fit Davidson's tie model (no intervals).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]),
               default="table", show_default=True)
@@ -159,13 +162,13 @@ def elo_replay_command():
 @click.option("--poststratify", is_flag=True,
               help="Reweight votes so continents count by world population share.")
 @with_appcontext
-def rank_command(criterion, votes_file, method, rounds, intervals, seed, fmt, output,
+def rank_command(criterion, votes_file, method, rounds, intervals, ties, seed, fmt, output,
                  poststratify, **slice_options):
     """Rank models with Bradley-Terry (95% bootstrap intervals) or Elo."""
     import numpy as np
 
     from . import export
-    from .rankings import RankingError, Slice, rank_matrix, rank_models
+    from .rankings import RankingError, Slice, rank_davidson, rank_matrix, rank_models
     from .vote_files import VoteFileError, read_votes
 
     if fmt == "parquet" and output is None:
@@ -178,8 +181,11 @@ def rank_command(criterion, votes_file, method, rounds, intervals, seed, fmt, ou
                 raise click.UsageError("--votes ranks a file with Bradley-Terry; slice options "
                                        "and --method elo apply to the database only")
             votes = read_votes(votes_file)
-            ranking = rank_matrix(votes.names, votes.win_matrix(), rounds=rounds, rng=rng,
-                                  intervals=intervals)
+            if ties == "davidson":
+                ranking = rank_davidson(votes.names, *votes.split())
+            else:
+                ranking = rank_matrix(votes.names, votes.win_matrix(), rounds=rounds, rng=rng,
+                                      intervals=intervals)
         else:
             if criterion is None:
                 raise click.UsageError("give --criterion (or --votes FILE)")

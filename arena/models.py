@@ -178,7 +178,9 @@ class Vote(db.Model):
     __tablename__ = "vote"
     __table_args__ = (
         CheckConstraint("choice IN ('left', 'right')", name="choice_side"),
-        Index("ix_vote_criterion_models", "criterion", "winner_model_id", "loser_model_id"),
+        # covers the ranking aggregation: WHERE criterion, is_validation GROUP BY winner, loser
+        Index("ix_vote_ranking", "criterion", "is_validation", "winner_model_id",
+              "loser_model_id"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     task_id: Mapped[int] = mapped_column(ForeignKey("task.id"), unique=True)

@@ -374,3 +374,30 @@ def _replay_slice(criterion, slice_, ids, names) -> dict[str, float]:
     ratings = elo([index[w] for w, _ in rows], [index[lo] for _, lo in rows], len(ids),
                   params=elo_params())
     return dict(zip(names, ratings.tolist(), strict=True))
+
+
+def rank_davidson(names: list[str], wins: np.ndarray, ties: np.ndarray) -> Ranking:
+    """Rank with Davidson's tie model (strict wins and symmetric tie counts); no intervals.
+    Raises RankingError when the decisive results admit no fit."""
+    from .ranking.davidson import davidson
+
+    try:
+        fit = davidson(wins, ties)
+    except ValueError as exc:
+        raise RankingError(str(exc)) from exc
+    played = (wins + wins.T + ties).sum(axis=1)
+    order = np.argsort(-fit.scores, kind="stable")
+    rows = [RankedModel(
+        rank=position, model=names[i], score=float(fit.scores[i]),
+        rating=float(fit.ratings[i]), ci_low=None, ci_high=None, score_low=None,
+        score_high=None, rank_upper_bound=None, tier=None, online_elo=None,
+        votes=round(float(played[i])), wins=float(wins[i].sum() + ties[i].sum() / 2),
+        win_rate=float((wins[i].sum() + ties[i].sum() / 2) / played[i]) if played[i] else None,
+    ) for position, i in enumerate(order, start=1)]
+    flags = [f"Davidson tie model: nu = {fit.nu:.3f} (two equal models tie "
+             f"{100 * fit.nu / (2 + fit.nu):.0f}% of the time)"]
+    if not fit.converged:
+        flags.append("the Davidson fit did not converge")
+    return Ranking(criterion=None, method="davidson", models=rows,
+                   total_votes=round(float(wins.sum() + ties.sum() / 2)), bootstrap_rounds=0,
+                   flags=flags)

@@ -30,7 +30,14 @@ class ExternalVotes:
     ties: np.ndarray
 
     def win_matrix(self) -> np.ndarray:
+        """Wins with a tie counted as half a win each way."""
         return aggregate(self.winners, self.losers, len(self.names), ties=self.ties)
+
+    def split(self) -> tuple[np.ndarray, np.ndarray]:
+        """(strict wins, symmetric tie counts) for Davidson's model."""
+        from .ranking.davidson import split_outcomes
+
+        return split_outcomes(self.winners, self.losers, len(self.names), self.ties)
 
 
 def _rows(path: Path):

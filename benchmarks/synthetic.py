@@ -89,7 +89,7 @@ def fill_votes(n_votes: int, criterion: str = "preference") -> int:
         JOIN image a ON a.id = t.left_image_id
         JOIN image b ON b.id = t.right_image_id
         JOIN (SELECT t2.id AS tid,
-                     CASE WHEN (t2.id * 7919) % 100 < 50 + 8 * (a2.model_id - b2.model_id)
+                     CASE WHEN ((t2.id % 1000) * 7919) % 100 < 50 + 8 * (a2.model_id - b2.model_id)
                           THEN 'left' ELSE 'right' END AS choice
               FROM task t2 JOIN image a2 ON a2.id = t2.left_image_id
                            JOIN image b2 ON b2.id = t2.right_image_id

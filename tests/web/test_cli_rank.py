@@ -104,3 +104,17 @@ def test_fisher_intervals_option(runner, chess_csv):
                                           "--intervals", "fisher"]).stdout)
     assert all(r["ci_low"] < r["rating"] < r["ci_high"] for r in rows)
     assert all(r["score_low"] is None for r in rows)
+
+
+def test_davidson_ties_option(runner, chess_csv):
+    half = json.loads(runner.invoke(args=["rank", "--votes", str(chess_csv), "--format", "json",
+                                          "--bootstrap", "0"]).stdout)
+    result = runner.invoke(args=["rank", "--votes", str(chess_csv), "--format", "json",
+                                 "--ties", "davidson"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert "Davidson tie model: nu =" in result.stderr
+    spread = max(r["rating"] for r in rows) - min(r["rating"] for r in rows)
+    half_spread = max(r["rating"] for r in half) - min(r["rating"] for r in half)
+    assert spread > half_spread  # half wins compress the scale
+    assert sum(r["votes"] for r in rows) == 2 * 7999
