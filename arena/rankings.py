@@ -394,8 +394,9 @@ def rank_davidson(names: list[str], wins: np.ndarray, ties: np.ndarray) -> Ranki
         votes=round(float(played[i])), wins=float(wins[i].sum() + ties[i].sum() / 2),
         win_rate=float((wins[i].sum() + ties[i].sum() / 2) / played[i]) if played[i] else None,
     ) for position, i in enumerate(order, start=1)]
-    flags = [f"Davidson tie model: nu = {fit.nu:.3f} (two equal models tie "
-             f"{100 * fit.nu / (2 + fit.nu):.0f}% of the time)"]
+    tie_share = 100 * fit.nu / (2 + fit.nu)
+    flags = [f"Davidson tie model: nu = {fit.nu:.3f} (two equal models tie {tie_share:.0f}% "
+             "of the time)"]
     if not fit.converged:
         flags.append("the Davidson fit did not converge")
     return Ranking(criterion=None, method="davidson", models=rows,
