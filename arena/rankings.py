@@ -395,8 +395,8 @@ def rank_davidson(names: list[str], wins: np.ndarray, ties: np.ndarray) -> Ranki
         win_rate=float((wins[i].sum() + ties[i].sum() / 2) / played[i]) if played[i] else None,
     ) for position, i in enumerate(order, start=1)]
     tie_share = 100 * fit.nu / (2 + fit.nu)
-    flags = [f"Davidson tie model: nu = {fit.nu:.3f} (two equal models tie {tie_share:.0f}% "
-             "of the time)"]
+    note = f"Davidson tie model: nu = {fit.nu:.3f} (equal models tie {tie_share:.0f}% of the time)"
+    flags = [note]
     if not fit.converged:
         flags.append("the Davidson fit did not converge")
     return Ranking(criterion=None, method="davidson", models=rows,
