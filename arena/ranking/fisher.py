@@ -28,9 +28,12 @@ class FisherResult:
     rank_upper_bound: np.ndarray
     prob_ahead: np.ndarray
     covariance: np.ndarray  # of the centred log-strengths
+    score_low: np.ndarray  # sum-100 scale, from draws of the normal approximation
+    score_high: np.ndarray
 
 
-def fisher_intervals(wins, fit: BTResult, level: float = 0.95) -> FisherResult:
+def fisher_intervals(wins, fit: BTResult, level: float = 0.95, draws: int = 2000,
+                     rng: np.random.Generator | None = None) -> FisherResult:
     """Wald intervals on the Elo scale around ``fit`` (a :func:`bradley_terry` result of
     ``wins``), and the normal-approximation probability that each item is ahead of another.
 
@@ -62,4 +65,14 @@ def fisher_intervals(wins, fit: BTResult, level: float = 0.95) -> FisherResult:
     diff = fit.log_strengths[:, None] - fit.log_strengths[None, :]
     prob = ndtr(diff / diff_sd)
     np.fill_diagonal(prob, 0.0)
-    return FisherResult(low, high, se, rank_upper_bounds(low, high), prob, covariance)
+    # The sum-100 score is a non-linear function of all strengths: take its interval from
+    # draws of the normal approximation (cheap: no refitting).
+    rng = rng if rng is not None else np.random.default_rng(0)
+    sample = rng.multivariate_normal(fit.log_strengths, covariance, size=draws,
+                                     method="eigh", check_valid="ignore")
+    strengths = np.exp(sample - sample.max(axis=1, keepdims=True))
+    scores = 100.0 * strengths / strengths.sum(axis=1, keepdims=True)
+    tail = 100.0 * (1.0 - level) / 2.0
+    s_low, s_high = np.percentile(scores, [tail, 100.0 - tail], axis=0)
+    return FisherResult(low, high, se, rank_upper_bounds(low, high), prob, covariance,
+                        s_low, s_high)

@@ -29,6 +29,8 @@ def test_agrees_with_a_1000_round_bootstrap(n, votes):
     ratio = (analytic.rating_high - analytic.rating_low) / (boot.rating_high - boot.rating_low)
     assert abs(np.median(ratio) - 1) < 0.05
     assert np.abs(analytic.prob_ahead - boot.prob_ahead).max() < 0.06
+    score_ratio = (analytic.score_high - analytic.score_low) / (boot.score_high - boot.score_low)
+    assert abs(np.median(score_ratio) - 1) < 0.1
 
 
 def test_prior_keeps_intervals_finite_on_impossible_data():

@@ -103,7 +103,7 @@ def test_fisher_intervals_option(runner, chess_csv):
     rows = json.loads(runner.invoke(args=["rank", "--votes", str(chess_csv), "--format", "json",
                                           "--intervals", "fisher"]).stdout)
     assert all(r["ci_low"] < r["rating"] < r["ci_high"] for r in rows)
-    assert all(r["score_low"] is None for r in rows)
+    assert all(r["score_low"] < r["score"] < r["score_high"] for r in rows)
 
 
 def test_davidson_ties_option(runner, chess_csv):
