@@ -153,6 +153,11 @@ def configure_errorhandlers(app: Flask) -> None:
     def not_allowed(exc):
         return handle(405, "Method not allowed.")
 
+    @app.errorhandler(413)
+    def too_large(exc):
+        limit = app.config["MAX_CONTENT_LENGTH"] // (1024 * 1024)
+        return handle(413, f"Upload too large: at most {limit} MB per request.")
+
     @app.errorhandler(429)
     def too_many(exc):
         return handle(429, "Too many requests, please slow down and try again in a while.")

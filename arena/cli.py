@@ -253,9 +253,110 @@ def token_list_command():
         click.echo(f"{row.name}\t{row.role}\tcreated {row.created_at:%Y-%m-%d}\t{state}")
 
 
+@click.group("owner")
+def owner_group():
+    """Model owner accounts."""
+
+
+@owner_group.command("create")
+@click.argument("name")
+@with_appcontext
+def owner_create_command(name):
+    """Create an owner; prints their API token once (only its hash is kept)."""
+    from .owners import OwnerError, create_owner
+
+    try:
+        token = create_owner(name)
+    except OwnerError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"Token for owner {name!r} (give it to them now, it cannot be shown again):",
+               err=True)
+    click.echo(token)
+
+
+@owner_group.command("revoke")
+@click.argument("name")
+@with_appcontext
+def owner_revoke_command(name):
+    """Revoke an owner's token (their models and images stay)."""
+    from .owners import OwnerError, revoke_owner
+
+    try:
+        revoke_owner(name)
+    except OwnerError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"Revoked owner {name!r}.")
+
+
+@click.group("model")
+def model_group():
+    """Models taking part."""
+
+
+@model_group.command("create")
+@click.argument("name")
+@click.option("--owner", "owner_name", required=True, help="The owner's name.")
+@click.option("--description")
+@click.option("--link")
+@with_appcontext
+def model_create_command(name, owner_name, description, link):
+    """Register model NAME for an owner."""
+    from sqlalchemy import select
+
+    from .extensions import db
+    from .models import Owner
+    from .owners import OwnerError, register_model
+
+    owner = db.session.scalar(select(Owner).where(Owner.name == owner_name))
+    if owner is None:
+        raise click.ClickException(f"no owner named {owner_name!r}")
+    try:
+        model = register_model(owner, name, description, link)
+    except OwnerError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"Registered model {model.name!r} (id {model.id}) for {owner_name!r}.")
+
+
+@click.command("import")
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
+@click.option("--model", "model_name", required=True, help="The model the images belong to.")
+@with_appcontext
+def import_command(source, model_name):
+    """Import a model's images from a folder or a .zip.
+
+    With a manifest.csv (columns prompt_id,path) the files it lists are imported; without
+    one, files named <prompt_id>_<n>.png (or .jpg, .webp). Good files are kept, bad ones
+    listed with their reason; the exit code is 1 if any file was refused.
+    """
+    from sqlalchemy import select
+
+    from .extensions import db
+    from .ingest import ManifestError, ingest_batch, items_from_folder, items_from_zip
+    from .models import GenModel
+
+    model = db.session.scalar(select(GenModel).where(GenModel.name == model_name))
+    if model is None:
+        raise click.ClickException(f"no model named {model_name!r} (arena model create)")
+    try:
+        items = list(items_from_folder(source) if source.is_dir() else items_from_zip(source))
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from exc
+    with click.progressbar(length=len(items), label=f"Importing into {model_name}") as bar:
+        results = ingest_batch(model, items, progress=lambda _r: bar.update(1))
+    accepted = [r for r in results if r.ok and not r.duplicate]
+    duplicates = [r for r in results if r.duplicate]
+    refused = [r for r in results if not r.ok]
+    for r in refused:
+        click.echo(f"refused  {r.filename}: {r.reason}", err=True)
+    click.echo(f"{len(accepted)} accepted, {len(duplicates)} already there, "
+               f"{len(refused)} refused")
+    if refused:
+        raise SystemExit(1)
+
+
 def register(app: Flask) -> None:
     for command in (demo_command, serve_command, import_prompts_command, elo_group,
-                    rank_command, token_group):
+                    rank_command, token_group, owner_group, model_group, import_command):
         app.cli.add_command(command)
 
 

@@ -18,6 +18,10 @@ class Defaults:
     # Where image files live (default <instance>/images).
     IMAGE_DIR = None
     IMAGE_MAX_PIXELS = 40_000_000
+    IMAGE_MAX_SIDE = 10_000
+    IMAGE_MAX_BYTES = 20 * 1024 * 1024
+    MAX_CONTENT_LENGTH = 25 * 1024 * 1024  # one upload request
+    IMAGES_PER_PROMPT = 4  # most images one model may have per prompt
     IMAGE_PHONE_SIZE = 384  # longest side of the variant served to voters, px
 
     # Online Elo (DESIGN.md §2): base 10, scale 400, initial 1000, K=4.
@@ -48,6 +52,7 @@ class Defaults:
     RATELIMIT_HEADERS_ENABLED = True
     RATE_LIMIT_SESSIONS = "60/hour"
     RATE_LIMIT_VOTES = "600/hour"
+    RATE_LIMIT_UPLOADS = "5000/hour"
 
     # Demo campaign.
     DEMO_PROMPTS = 24

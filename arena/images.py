@@ -21,6 +21,7 @@ from .models import Image
 from .storage import get_storage
 
 ALLOWED_FORMATS = {"JPEG", "PNG", "WEBP"}
+EXTENSIONS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP"}
 VARIANTS = ("full", "phone")
 
 
@@ -28,22 +29,38 @@ class ImageRejected(ValueError):
     """The bytes are not an acceptable image; the message says why, for the uploader."""
 
 
-def decode(data: bytes, *, max_pixels: int | None = None) -> PILImage.Image:
+def decode(data: bytes, *, max_pixels: int | None = None, filename: str | None = None
+           ) -> PILImage.Image:
     """Decode untrusted bytes into an RGB image.
 
     Raises
     ------
     ImageRejected
-        For a format outside JPEG/PNG/WebP, more pixels than allowed (decompression bombs),
-        animation, or a truncated or corrupt file.
+        For more bytes than allowed, a format outside JPEG/PNG/WebP or other than the file
+        name's extension says, more pixels or a longer side than allowed (decompression
+        bombs, absurd dimensions), animation, or a truncated or corrupt file.
     """
-    max_pixels = max_pixels or current_app.config["IMAGE_MAX_PIXELS"]
+    cfg = current_app.config
+    max_pixels = max_pixels or cfg["IMAGE_MAX_PIXELS"]
+    if len(data) > cfg["IMAGE_MAX_BYTES"]:
+        raise ImageRejected(f"{len(data):,} bytes exceeds the {cfg['IMAGE_MAX_BYTES']:,} byte limit")
+    if not data:
+        raise ImageRejected("empty file")
+    suffix = _suffix(filename)
+    if suffix and suffix not in EXTENSIONS:
+        raise ImageRejected(f"file type {suffix} not accepted (.jpg, .png or .webp)")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", PILImage.DecompressionBombWarning)
             img = PILImage.open(io.BytesIO(data))
             if img.format not in ALLOWED_FORMATS:
                 raise ImageRejected(f"format {img.format} not accepted (JPEG, PNG or WebP)")
+            claimed = EXTENSIONS.get(suffix)
+            if claimed is not None and claimed != img.format:
+                raise ImageRejected(f"the name says {claimed} but the content is {img.format}")
+            if max(img.width, img.height) > cfg["IMAGE_MAX_SIDE"]:
+                raise ImageRejected(f"{img.width}x{img.height}: a side exceeds "
+                                    f"{cfg['IMAGE_MAX_SIDE']} pixels")
             if img.width * img.height > max_pixels:
                 raise ImageRejected(
                     f"{img.width}x{img.height} exceeds the {max_pixels:,} pixel limit"
@@ -55,10 +72,18 @@ def decode(data: bytes, *, max_pixels: int | None = None) -> PILImage.Image:
         raise
     except (PILImage.DecompressionBombError, PILImage.DecompressionBombWarning) as exc:
         raise ImageRejected(f"too many pixels: {exc}") from exc
+    except PILImage.UnidentifiedImageError as exc:
+        raise ImageRejected("not a readable image: no JPEG, PNG or WebP data inside") from exc
     except (OSError, SyntaxError, ValueError) as exc:
         raise ImageRejected(f"not a readable image: {exc}") from exc
     img = ImageOps.exif_transpose(img)
     return img.convert("RGB")
+
+
+def _suffix(filename: str | None) -> str:
+    if not filename or "." not in filename:
+        return ""
+    return "." + filename.rsplit(".", 1)[1].lower()
 
 
 def _encode(img: PILImage.Image, quality: int) -> bytes:
@@ -74,12 +99,19 @@ def store(
 
     An image whose bytes are already stored returns the existing row.
     """
+    return store_new(img, model_id=model_id, prompt_id=prompt_id, is_real=is_real)[0]
+
+
+def store_new(
+    img: PILImage.Image, *, model_id: int | None, prompt_id: int | None, is_real: bool = False
+) -> tuple[Image, bool]:
+    """As :func:`store`, also saying whether the row is new (False: identical bytes exist)."""
     img = img.convert("RGB")
     full = _encode(img, quality=90)
     sha = hashlib.sha256(full).hexdigest()
     existing = db.session.scalar(select(Image).where(Image.sha256 == sha))
     if existing is not None:
-        return existing
+        return existing, False
     phone_size = current_app.config["IMAGE_PHONE_SIZE"]
     small = img.copy()
     small.thumbnail((phone_size, phone_size), PILImage.Resampling.LANCZOS)
@@ -95,7 +127,7 @@ def store(
         height=img.height,
     )
     db.session.add(row)
-    return row
+    return row, True
 
 
 def storage_name(sha256: str, variant: str) -> str:

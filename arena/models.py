@@ -51,11 +51,24 @@ class Prompt(db.Model):
     prompt_set: Mapped[PromptSet] = relationship()
 
 
+class Owner(db.Model):
+    """A model owner: registers models and uploads their images with an API token, of which
+    only the SHA-256 is stored."""
+
+    __tablename__ = "owner"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
 class GenModel(db.Model):
     """A generative model taking part in the arena (``model`` in the design)."""
 
     __tablename__ = "model"
     id: Mapped[int] = mapped_column(primary_key=True)
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("owner.id"), index=True)
     name: Mapped[str] = mapped_column(String(120), unique=True)
     description: Mapped[str | None] = mapped_column(Text)
     link: Mapped[str | None] = mapped_column(String(500))

@@ -14,10 +14,11 @@ from datetime import datetime
 import numpy as np
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
 
-from .. import export, matchmaking, tokens, voters, voting
+from .. import export, ingest, matchmaking, owners, tokens, voters, voting
 from ..config import CRITERIA, QUESTIONS
 from ..extensions import csrf, db, limiter
 from ..leaderboard import elo_leaderboard
+from ..models import Prompt, PromptSet
 from ..rankings import RankingError, Slice, rank_models, win_matrix
 from .presenters import task_view
 
@@ -244,3 +245,68 @@ def votes():
     body = export.votes_csv(batches) if fmt == "csv" else export.votes_jsonl(batches)
     mimetype = "text/csv" if fmt == "csv" else "application/x-ndjson"
     return _download(stream_with_context(body), mimetype, f"votes.{fmt}")
+
+
+# --- Model owners -------------------------------------------------------------------------
+
+
+def _owner_or_401():
+    owner = owners.owner_by_token(_bearer_token())
+    if owner is None:
+        return None, error_response(401, "an owner token is required: 'Authorization: Bearer "
+                                    "<token>' (an operator creates it: `arena owner create`)")
+    return owner, None
+
+
+@bp.get("/prompts")
+def prompts():
+    """The prompts of a set (``?set=DrawBench``), with the ids uploads refer to."""
+    name = request.args.get("set")
+    query = db.select(Prompt.id, Prompt.text, Prompt.category, PromptSet.name).join(PromptSet)
+    if name:
+        query = query.where(PromptSet.name == name)
+    rows = db.session.execute(query.order_by(Prompt.id)).all()
+    if name and not rows:
+        return error_response(404, f"no prompt set {name!r}")
+    return jsonify(prompts=[{"id": r[0], "text": r[1], "category": r[2], "set": r[3]}
+                            for r in rows])
+
+
+@bp.post("/models")
+def register_model():
+    owner, denied = _owner_or_401()
+    if denied:
+        return denied
+    body = _json_body(required=True)
+    if body is None:
+        return error_response(400, "body must be a JSON object with 'name'")
+    try:
+        model = owners.register_model(owner, body.get("name"), body.get("description"),
+                                      body.get("link"))
+    except owners.OwnerError as exc:
+        return error_response(400, str(exc))
+    return jsonify(id=model.id, name=model.name), 201
+
+
+@bp.post("/models/<name>/images")
+@limiter.limit(lambda: current_app.config["RATE_LIMIT_UPLOADS"])
+def upload_image(name: str):
+    """One image per request (multipart: ``image``, ``prompt_id``)."""
+    owner, denied = _owner_or_401()
+    if denied:
+        return denied
+    try:
+        model = owners.owned_model(owner, name)
+    except LookupError as exc:
+        return error_response(404, str(exc))
+    except PermissionError as exc:
+        return error_response(403, str(exc))
+    upload = request.files.get("image")
+    if upload is None or "prompt_id" not in request.form:
+        return error_response(400, "send multipart fields 'image' (the file) and 'prompt_id'")
+    result = ingest.ingest_image(model, request.form["prompt_id"], upload.read(),
+                                 upload.filename or "upload")
+    if result.ok:
+        return jsonify(result.as_dict()), 200 if result.duplicate else 201
+    status = 404 if result.reason and result.reason.startswith("no prompt") else 422
+    return jsonify(error=result.reason, **result.as_dict()), status

@@ -1,0 +1,154 @@
+"""Every fixture in tests/data/images gets the right outcome through the one ingestion path."""
+
+import zipfile
+from pathlib import Path
+
+import pytest
+from PIL import Image as PILImage
+from sqlalchemy import func, select
+
+from arena import ingest, owners
+from arena.extensions import db
+from arena.models import Comparison, Image, Owner, Prompt, PromptSet
+from arena.storage import get_storage
+
+IMAGES = Path(__file__).resolve().parent.parent / "data" / "images"
+
+
+@pytest.fixture
+def setup(ctx):
+    prompt_set = PromptSet(name="t")
+    db.session.add(prompt_set)
+    db.session.flush()
+    prompts = [Prompt(prompt_set_id=prompt_set.id, position=i, text=f"p{i}") for i in (1, 2)]
+    db.session.add_all(prompts)
+    db.session.commit()
+    owners.create_owner("acme")
+    owner = db.session.scalar(select(Owner))
+    model = owners.register_model(owner, "Acme-1")
+    rival = owners.register_model(owner, "Acme-2")
+    return {"model": model, "rival": rival, "prompts": [p.id for p in prompts]}
+
+
+def stored_files(app) -> int:
+    return sum(1 for p in Path(app.config["IMAGE_DIR"]).rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("name", ["ok.png", "ok.jpg", "ok.webp", "cmyk.jpg",
+                                  "exif_rotated.jpg"])
+def test_good_files_are_accepted(setup, name):
+    result = ingest.ingest_image(setup["model"], setup["prompts"][0],
+                                 (IMAGES / name).read_bytes(), name)
+    assert result.ok and not result.duplicate, result.reason
+    row = db.session.get(Image, result.image_id)
+    assert row.model_id == setup["model"].id and row.prompt_id == setup["prompts"][0]
+
+
+def test_exif_orientation_applied_and_metadata_stripped(setup):
+    result = ingest.ingest_image(setup["model"], setup["prompts"][0],
+                                 (IMAGES / "exif_rotated.jpg").read_bytes(), "exif_rotated.jpg")
+    row = db.session.get(Image, result.image_id)
+    assert (row.width, row.height) == (40, 60)  # 60x40 turned upright
+    with get_storage().open(f"{row.sha256}.full.webp") as fh:
+        stored = PILImage.open(fh)
+        stored.load()
+    assert stored.format == "WEBP" and len(stored.getexif()) == 0
+    assert b"ArenaTestCam" in (IMAGES / "exif_rotated.jpg").read_bytes()
+    with get_storage().open(f"{row.sha256}.full.webp") as fh:
+        assert b"ArenaTestCam" not in fh.read()
+
+
+@pytest.mark.parametrize("name,reason", [
+    ("truncated.png", "not a readable image"),
+    ("bomb.png", "pixel limit"),
+    ("huge_dimensions.png", "a side exceeds"),
+    ("text.png", "not a readable image"),
+    ("animated.webp", "animated images are not accepted"),
+    ("lying.png", "the name says PNG but the content is JPEG"),
+])
+def test_bad_files_are_refused_with_a_reason_and_leave_nothing(setup, app, name, reason):
+    before = stored_files(app)
+    result = ingest.ingest_image(setup["model"], setup["prompts"][0],
+                                 (IMAGES / name).read_bytes(), name)
+    assert not result.ok and reason in result.reason
+    assert stored_files(app) == before
+    assert db.session.scalar(select(func.count()).select_from(Image)) == 0
+
+
+def test_byte_limit_unknown_prompt_and_extension(setup, app):
+    app.config["IMAGE_MAX_BYTES"] = 100
+    big = ingest.ingest_image(setup["model"], setup["prompts"][0],
+                              (IMAGES / "ok.jpg").read_bytes(), "ok.jpg")
+    assert "byte limit" in big.reason
+    app.config["IMAGE_MAX_BYTES"] = 10**7
+    assert "no prompt 999" in ingest.ingest_image(setup["model"], 999, b"x", "a.png").reason
+    gif = ingest.ingest_image(setup["model"], setup["prompts"][0], b"GIF89a", "a.gif")
+    assert "file type .gif not accepted" in gif.reason
+
+
+def test_reupload_is_detected_not_stored_twice(setup, app):
+    data = (IMAGES / "ok.png").read_bytes()
+    first = ingest.ingest_image(setup["model"], setup["prompts"][0], data, "ok.png")
+    files = stored_files(app)
+    again = ingest.ingest_image(setup["model"], setup["prompts"][0], data, "copy.png")
+    assert again.ok and again.duplicate and again.image_id == first.image_id
+    assert stored_files(app) == files
+    stolen = ingest.ingest_image(setup["rival"], setup["prompts"][0], data, "ok.png")
+    assert not stolen.ok and "already in the arena" in stolen.reason
+
+
+def test_images_per_prompt_limit(setup, app):
+    app.config["IMAGES_PER_PROMPT"] = 1
+    ingest.ingest_image(setup["model"], setup["prompts"][0], (IMAGES / "ok.png").read_bytes(),
+                        "a.png")
+    second = ingest.ingest_image(setup["model"], setup["prompts"][0],
+                                 (IMAGES / "ok.jpg").read_bytes(), "b.jpg")
+    assert not second.ok and "already has 1 images" in second.reason
+
+
+def test_comparisons_appear_as_models_upload(setup):
+    p = setup["prompts"][0]
+    ingest.ingest_image(setup["model"], p, (IMAGES / "ok.png").read_bytes(), "a.png")
+    assert db.session.scalar(select(func.count()).select_from(Comparison)) == 0
+    ingest.ingest_image(setup["rival"], p, (IMAGES / "ok.jpg").read_bytes(), "b.jpg")
+    ingest.ingest_image(setup["rival"], p, (IMAGES / "ok.webp").read_bytes(), "c.webp")
+    # 1 x 2 cross-model pairs, for three criteria
+    assert db.session.scalar(select(func.count()).select_from(Comparison)) == 6
+
+
+def test_batch_keeps_good_files(setup):
+    items = [(n, setup["prompts"][1], (IMAGES / n).read_bytes())
+             for n in ("ok.png", "text.png", "ok.webp")]
+    results = ingest.ingest_batch(setup["model"], items)
+    assert [r.ok for r in results] == [True, False, True]
+
+
+def test_zip_with_manifest_is_read_in_memory(setup, tmp_path, app):
+    archive = tmp_path / "batch.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.writestr("gen/manifest.csv", f"prompt_id,path\n{setup['prompts'][0]},a.png\n"
+                        f"{setup['prompts'][1]},missing.png\n")
+        bundle.write(IMAGES / "ok.png", "gen/a.png")
+    items = list(ingest.items_from_zip(archive))
+    assert [(n, r if isinstance(r, str) else "bytes") for n, _, r in items] == [
+        ("a.png", "bytes"), ("missing.png", "file not found in the archive")]
+    app.config["IMAGE_MAX_BYTES"] = 10
+    big = next(iter(ingest.items_from_zip(archive)))[2]
+    assert "byte limit" in big
+
+
+def test_folder_by_file_name_and_bad_manifest(setup, tmp_path):
+    folder = tmp_path / "gen"
+    folder.mkdir()
+    (folder / f"{setup['prompts'][0]}_1.png").write_bytes((IMAGES / "ok.png").read_bytes())
+    (folder / "notes.txt").write_text("hello")
+    items = {name: (prompt_id, data) for name, prompt_id, data in
+             ingest.items_from_folder(folder)}
+    assert items["notes.txt"][0] is None and "<prompt_id>_<n>" in items["notes.txt"][1]
+    assert items[f"{setup['prompts'][0]}_1.png"][0] == setup["prompts"][0]
+    (folder / "manifest.csv").write_text("prompt_id,path\n1,../../etc/passwd\n")
+    with pytest.raises(ingest.ManifestError, match="line 2: .* outside the folder"):
+        list(ingest.items_from_folder(folder))
+    (folder / "manifest.csv").write_text("file\nx.png\n")
+    with pytest.raises(ingest.ManifestError, match="header must be prompt_id,path"):
+        list(ingest.items_from_folder(folder))
