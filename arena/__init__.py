@@ -89,9 +89,10 @@ def configure_extensions(app: Flask) -> None:
 
 
 def configure_blueprints(app: Flask) -> None:
-    from .views import analyst, api, images, voter
+    from .views import analyst, api, images, owner, voter
 
     app.register_blueprint(voter.bp)
+    app.register_blueprint(owner.bp)
     app.register_blueprint(analyst.bp)
     app.register_blueprint(images.bp)
     app.register_blueprint(api.bp, url_prefix="/api/v1")

@@ -109,7 +109,7 @@ def ingest_batch(model: GenModel, items: Iterable[tuple[str, object, bytes | str
     return results
 
 
-def _read_manifest(text: str, source: str) -> list[tuple[int, str, str]]:
+def read_manifest(text: str, source: str) -> list[tuple[int, str, str]]:
     """(line, prompt_id, path) rows of a ``prompt_id,path`` manifest."""
     reader = csv.DictReader(io.StringIO(text))
     fields = {(f or "").strip().lower() for f in reader.fieldnames or []}
@@ -136,7 +136,7 @@ def items_from_folder(folder: Path) -> Iterator[tuple[str, object, bytes | str]]
             yield path.name, prompt_id, path.read_bytes() if prompt_id is not None else (
                 "name it <prompt_id>_<n>.png or list it in manifest.csv")
         return
-    rows = _read_manifest(manifest.read_text(encoding="utf-8-sig"), "manifest.csv")
+    rows = read_manifest(manifest.read_text(encoding="utf-8-sig"), "manifest.csv")
     for line, _, rel in rows:
         if root not in (folder / rel).resolve().parents:
             raise ManifestError(f"manifest.csv: line {line}: {rel} is outside the folder")
@@ -160,7 +160,7 @@ def items_from_zip(archive: Path) -> Iterator[tuple[str, object, bytes | str]]:
             base = str(Path(manifest_name).parent)
             text = bundle.read(manifest_name).decode("utf-8-sig")
             wanted = [(pid, rel, rel if base == "." else f"{base}/{rel}")
-                      for _, pid, rel in _read_manifest(text, manifest_name)]
+                      for _, pid, rel in read_manifest(text, manifest_name)]
         else:
             wanted = [(prompt_id_from_filename(n), n, n) for n in sorted(members)]
         for prompt_id, shown, name in wanted:

@@ -83,3 +83,55 @@ def owned_model(owner: Owner, name: str) -> GenModel:
     if model.owner_id != owner.id:
         raise PermissionError(f"model {name!r} belongs to another owner")
     return model
+
+
+STANDING_MIN_VOTES = 30  # per criterion, before a model's standing is shown
+
+
+def owner_by_id(owner_id) -> Owner | None:
+    owner = db.session.get(Owner, owner_id) if owner_id else None
+    return owner if owner is not None and owner.revoked_at is None else None
+
+
+def owner_models(owner: Owner) -> list[GenModel]:
+    return list(db.session.scalars(
+        select(GenModel).where(GenModel.owner_id == owner.id).order_by(GenModel.name)))
+
+
+def model_stats(model: GenModel) -> dict:
+    """What an owner sees of one model: images per prompt, comparisons and votes against the
+    target per criterion, and its standing once enough votes exist. Nothing about other
+    owners' images."""
+    from sqlalchemy import func, or_
+
+    from .config import CRITERIA
+    from .models import Comparison, EloRating, Image, Prompt
+
+    per_prompt = db.session.execute(
+        select(Prompt.id, Prompt.text, func.count(Image.id))
+        .join(Image, Image.prompt_id == Prompt.id)
+        .where(Image.model_id == model.id)
+        .group_by(Prompt.id, Prompt.text).order_by(Prompt.id)
+    ).all()
+    mine = select(Image.id).where(Image.model_id == model.id)
+    criteria = []
+    for criterion in CRITERIA:
+        comparisons, votes, target = db.session.execute(
+            select(func.count(), func.coalesce(func.sum(Comparison.votes_count), 0),
+                   func.coalesce(func.sum(Comparison.target_votes), 0))
+            .where(Comparison.criterion == criterion, Comparison.is_validation.is_(False),
+                   or_(Comparison.image_a_id.in_(mine), Comparison.image_b_id.in_(mine)))
+        ).one()
+        rating = db.session.get(EloRating, (criterion, model.id))
+        standing = None
+        if rating is not None and rating.votes >= STANDING_MIN_VOTES:
+            better = db.session.scalar(select(func.count()).select_from(EloRating).where(
+                EloRating.criterion == criterion, EloRating.rating > rating.rating))
+            total = db.session.scalar(select(func.count()).select_from(EloRating).where(
+                EloRating.criterion == criterion))
+            standing = {"rank": better + 1, "of": total, "rating": rating.rating}
+        criteria.append({"criterion": criterion, "comparisons": comparisons, "votes": votes,
+                         "target": target, "model_votes": rating.votes if rating else 0,
+                         "standing": standing})
+    return {"images": sum(n for _, _, n in per_prompt), "per_prompt": per_prompt,
+            "criteria": criteria, "standing_min_votes": STANDING_MIN_VOTES}

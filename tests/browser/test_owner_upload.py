@@ -1,0 +1,49 @@
+"""An owner uploads a batch in real Chromium: progress, per-file results, good files kept."""
+
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from arena import owners
+from arena.extensions import db
+from arena.models import Image, Prompt, PromptSet
+
+IMAGES = Path(__file__).resolve().parent.parent / "data" / "images"
+
+
+def test_owner_uploads_a_batch_with_progress(app, live_server, phone, tmp_path):
+    with app.app_context():
+        prompt_set = PromptSet(name="s")
+        db.session.add(prompt_set)
+        db.session.flush()
+        db.session.add(Prompt(prompt_set_id=prompt_set.id, position=1, text="a red cube"))
+        db.session.commit()
+        token = owners.create_owner("acme")
+        pid = db.session.scalar(select(Prompt.id))
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    for name, target in (("ok.png", f"{pid}_1.png"), ("ok.jpg", "b.jpg"),
+                         ("bomb.png", f"{pid}_3.png"), ("lying.png", f"{pid}_4.png")):
+        (batch / target).write_bytes((IMAGES / name).read_bytes())
+    (batch / "manifest.csv").write_text(f"prompt_id,path\n{pid},b.jpg\n")
+
+    phone.goto(live_server + "/owner/")
+    phone.get_by_label("Owner token").fill(token)
+    phone.get_by_role("button", name="Sign in").tap()
+    phone.get_by_label("Name").fill("Acme-1")
+    phone.get_by_role("button", name="Register").tap()
+    phone.get_by_role("heading", name="Acme-1").wait_for()
+    phone.set_input_files("input[type=file]", sorted(str(p) for p in batch.iterdir()))
+    phone.get_by_role("button", name="Upload").tap()
+    phone.get_by_text("Done: 2 accepted, 2 refused.").wait_for()
+    assert phone.locator("#upload-progress").evaluate("el => el.value === el.max")
+    results = phone.locator("#upload-results li")
+    assert results.count() == 4
+    text = results.all_inner_texts()
+    assert any("pixel limit" in t for t in text)
+    assert any("content is JPEG" in t for t in text)
+    # the progress section reloads itself after the batch
+    phone.locator("#stats").get_by_text("a red cube").wait_for()
+    assert "2 × #" in phone.locator("#stats").inner_text()
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Image)) == 2
