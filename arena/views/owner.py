@@ -9,8 +9,17 @@ from __future__ import annotations
 
 from functools import wraps
 
-from flask import (Blueprint, abort, current_app, g, redirect, render_template, request,
-                   session, url_for)
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    g,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 
 from .. import ingest, owners
 from ..extensions import limiter
