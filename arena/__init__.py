@@ -89,9 +89,11 @@ def configure_extensions(app: Flask) -> None:
 
 
 def configure_blueprints(app: Flask) -> None:
-    from .views import analyst, api, images, owner, voter
+    from .views import admin, analyst, api, campaign, images, owner, voter
 
     app.register_blueprint(voter.bp)
+    app.register_blueprint(admin.bp)
+    app.register_blueprint(campaign.bp)
     app.register_blueprint(owner.bp)
     app.register_blueprint(analyst.bp)
     app.register_blueprint(images.bp)

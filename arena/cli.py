@@ -215,13 +215,15 @@ def token_group():
 
 @token_group.command("create")
 @click.argument("name")
+@click.option("--role", type=click.Choice(["analyst", "operator"]), default="analyst",
+              show_default=True, help="analyst: exports; operator: the /admin pages.")
 @with_appcontext
-def token_create_command(name):
-    """Create an analyst token; it is printed once and only its hash is kept."""
+def token_create_command(name, role):
+    """Create a token; it is printed once and only its hash is kept."""
     from .tokens import TokenError, create_token
 
     try:
-        token = create_token(name)
+        token = create_token(name, role=role)
     except TokenError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"Token for {name!r} (store it now, it cannot be shown again):", err=True)
@@ -354,9 +356,107 @@ def import_command(source, model_name):
         raise SystemExit(1)
 
 
+@click.group("campaign")
+def campaign_group():
+    """Benchmark campaigns: define, publish, add models and gold pairs, follow progress."""
+
+
+def _campaign_call(fn):
+    from .campaigns import CampaignError
+    from .images import ImageRejected
+
+    try:
+        return fn()
+    except (CampaignError, ImageRejected) as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@campaign_group.command("create")
+@click.argument("name")
+@click.option("--prompt-set", required=True,
+              help="DrawBench, PartiPrompts (imported on first use) or an imported set.")
+@click.option("--models", required=True, help="Comma-separated model names.")
+@click.option("--criteria", default="preference,coherence,alignment", show_default=True)
+@click.option("--images-per-model", default=4, show_default=True, type=int)
+@click.option("--target-votes", default=26, show_default=True, type=int)
+@with_appcontext
+def campaign_create_command(name, prompt_set, models, criteria, images_per_model,
+                            target_votes):
+    """Define campaign NAME (it stays hidden from voters until published)."""
+    from .campaigns import create_campaign
+
+    campaign = _campaign_call(lambda: create_campaign(
+        name, prompt_set, [m.strip() for m in models.split(",") if m.strip()],
+        [c.strip() for c in criteria.split(",") if c.strip()], images_per_model, target_votes))
+    click.echo(f"Created campaign {campaign.name!r} on {campaign.prompt_set.name} with "
+               f"{len(campaign.models)} models; publish it with: arena campaign publish {name}")
+
+
+@campaign_group.command("publish")
+@click.argument("name")
+@with_appcontext
+def campaign_publish_command(name):
+    """Publish NAME: build its comparisons so voters see them."""
+    from .campaigns import get_campaign, publish
+
+    added = _campaign_call(lambda: publish(get_campaign(name)))
+    click.echo(f"Published {name!r}: {added} comparisons added.")
+
+
+@campaign_group.command("add-model")
+@click.argument("name")
+@click.argument("model")
+@with_appcontext
+def campaign_add_model_command(name, model):
+    """Let MODEL join campaign NAME (only the new pairs are added)."""
+    from .campaigns import add_model, get_campaign
+
+    added = _campaign_call(lambda: add_model(get_campaign(name), model))
+    click.echo(f"{model} joined {name!r}: {added} comparisons added.")
+
+
+@campaign_group.command("gold")
+@click.argument("name")
+@click.option("--criterion", required=True)
+@click.option("--correct", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              required=True, help="The image voters should pick.")
+@click.option("--wrong", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              required=True)
+@click.option("--prompt-id", type=int, help="The prompt shown (needed for alignment).")
+@with_appcontext
+def campaign_gold_command(name, criterion, correct, wrong, prompt_id):
+    """Add a validation (gold) pair with a known right answer."""
+    from .campaigns import add_gold_pair, get_campaign
+
+    pair = _campaign_call(lambda: add_gold_pair(
+        get_campaign(name), criterion, correct.read_bytes(), wrong.read_bytes(), prompt_id,
+        names=(correct.name, wrong.name)))
+    click.echo(f"Added gold pair {pair.id} for {criterion}.")
+
+
+@campaign_group.command("status")
+@click.argument("name")
+@with_appcontext
+def campaign_status_command(name):
+    """Votes collected against needed, vote rate, time to completion, voters."""
+    from .campaigns import get_campaign, progress
+
+    p = _campaign_call(lambda: progress(get_campaign(name)))
+    state = "published" if p.campaign.published_at else "not published"
+    click.echo(f"{p.campaign.name} ({state}): {p.votes_total:,d} of {p.needed_total:,d} votes")
+    for c in p.criteria:
+        click.echo(f"  {c['criterion']:<11} {c['collected']:>8,d} / {c['needed']:,d} "
+                   f"over {c['comparisons']:,d} comparisons")
+    rate = f"{p.votes_per_hour:.1f} votes/hour" if p.votes_per_hour else "no votes in 24 h"
+    eta = f", about {p.eta_hours:.1f} h to go" if p.eta_hours is not None else ""
+    click.echo(f"  {rate}{eta}; {p.voters} voters; gold pairs passed by "
+               f"{p.validation['passed']} of {p.validation['voters']} voters who met one")
+
+
 def register(app: Flask) -> None:
     for command in (demo_command, serve_command, import_prompts_command, elo_group,
-                    rank_command, token_group, owner_group, model_group, import_command):
+                    rank_command, token_group, owner_group, model_group, import_command,
+                    campaign_group):
         app.cli.add_command(command)
 
 

@@ -28,7 +28,7 @@ from PIL import Image as PILImage
 from PIL import ImageDraw, ImageFilter, ImageOps
 from sqlalchemy import select
 
-from . import comparisons, images, prompts
+from . import campaigns, comparisons, images, prompts
 from .config import CRITERIA
 from .extensions import db
 from .models import GenModel, Prompt, PromptSet
@@ -41,6 +41,7 @@ DEMO_MODELS = (
     ("Dusk-0.3", "Demo model: noisy, blurry, wrong colours.", 3),
 )
 PROMPT_SET_NAME = "DrawBench"
+DEMO_CAMPAIGN = "Demo: DrawBench"
 SIZE = 512
 
 COLORS = {
@@ -235,16 +236,19 @@ def load_demo(
                 if progress:
                     progress("images", 1)
         db.session.flush()
-    n_comparisons = comparisons.build_comparisons(
-        [p.id for p in chosen], target_votes=cfg["TARGET_VOTES"]
-    )
+    db.session.commit()
+    campaign = campaigns.create_campaign(
+        DEMO_CAMPAIGN, PROMPT_SET_NAME, [m.name for m, _ in models],
+        images_per_model=images_per_model, target_votes=cfg["TARGET_VOTES"])
+    n_comparisons = campaigns.publish(campaign)
     n_gold = 0
     for criterion in CRITERIA:
         for prompt in chosen[: cfg["DEMO_VALIDATION_PAIRS"]]:
             good = images.store(render(prompt.text, 0, 99), model_id=None, prompt_id=prompt.id)
             bad = images.store(broken_image(prompt.text), model_id=None, prompt_id=prompt.id)
             db.session.flush()
-            comparisons.add_validation_pair(criterion, good, bad, prompt_id=prompt.id)
+            comparisons.add_validation_pair(criterion, good, bad, prompt_id=prompt.id,
+                                            campaign_id=campaign.id)
             n_gold += 1
     db.session.commit()
     return {

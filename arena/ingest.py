@@ -1,7 +1,8 @@
 """Ingestion: the one path by which generations enter the arena (web page, API and CLI).
 
 Each file is decoded and checked by :func:`arena.images.decode`, re-encoded and stored under
-its content hash, attached to a prompt, and the new comparisons it makes possible are added.
+its content hash, attached to a prompt, and the comparisons it makes possible in the published
+campaigns its model takes part in are added.
 A batch keeps the good files and reports the bad ones, each with its reason.
 """
 
@@ -19,7 +20,7 @@ from flask import current_app
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from . import comparisons, images
+from . import campaigns, images
 from .extensions import db
 from .models import GenModel, Image, Prompt
 
@@ -86,8 +87,7 @@ def ingest_image(model: GenModel, prompt_id, data: bytes | str, filename: str
                             "for another model or prompt", prompt_id=prompt_id)
     try:
         db.session.flush()
-        comparisons.build_comparisons([prompt_id],
-                                      target_votes=current_app.config["TARGET_VOTES"])
+        campaigns.on_new_image(model.id, prompt_id)
         db.session.commit()
     except IntegrityError:
         # the same bytes arrived in a concurrent request and won the unique hash

@@ -93,6 +93,38 @@ class Image(db.Model):
     prompt: Mapped[Prompt | None] = relationship()
 
 
+campaign_models = db.Table(
+    "campaign_model",
+    db.Column("campaign_id", ForeignKey("campaign.id"), primary_key=True),
+    db.Column("model_id", ForeignKey("model.id"), primary_key=True),
+)
+
+
+class Campaign(db.Model):
+    """A benchmark run: a prompt set, criteria, models, images per model and votes wanted.
+
+    Its comparisons exist only once it is published, so nothing is shown to voters before.
+    """
+
+    __tablename__ = "campaign"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    prompt_set_id: Mapped[int] = mapped_column(ForeignKey("prompt_set.id"))
+    criteria: Mapped[str] = mapped_column(String(80))  # comma-separated
+    images_per_model: Mapped[int] = mapped_column(Integer, default=4)
+    target_votes: Mapped[int] = mapped_column(Integer, default=26)
+    published_at: Mapped[datetime | None] = mapped_column(DateTime)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    prompt_set: Mapped[PromptSet] = relationship()
+    models: Mapped[list[GenModel]] = relationship(secondary=campaign_models,
+                                                  order_by="GenModel.name")
+
+    @property
+    def criteria_list(self) -> list[str]:
+        return [c for c in self.criteria.split(",") if c]
+
+
 class Comparison(db.Model):
     """A pair of images shown for one criterion until it has ``target_votes`` votes.
 
@@ -110,6 +142,7 @@ class Comparison(db.Model):
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     criterion: Mapped[str] = mapped_column(String(20))
+    campaign_id: Mapped[int | None] = mapped_column(ForeignKey("campaign.id"), index=True)
     prompt_id: Mapped[int | None] = mapped_column(ForeignKey("prompt.id"), index=True)
     image_a_id: Mapped[int] = mapped_column(ForeignKey("image.id"))
     image_b_id: Mapped[int] = mapped_column(ForeignKey("image.id"))

@@ -106,8 +106,12 @@ def test_images_per_prompt_limit(setup, app):
     assert not second.ok and "already has 1 images" in second.reason
 
 
-def test_comparisons_appear_as_models_upload(setup):
+def test_comparisons_appear_as_models_upload_to_a_live_campaign(setup):
+    from arena import campaigns
+
     p = setup["prompts"][0]
+    campaign = campaigns.create_campaign("c", "t", ["Acme-1", "Acme-2"])
+    campaigns.publish(campaign)
     ingest.ingest_image(setup["model"], p, (IMAGES / "ok.png").read_bytes(), "a.png")
     assert db.session.scalar(select(func.count()).select_from(Comparison)) == 0
     ingest.ingest_image(setup["rival"], p, (IMAGES / "ok.jpg").read_bytes(), "b.jpg")

@@ -107,6 +107,10 @@ def test_cli_owner_model_and_import_from_zip(runner, app, tmp_path):
     assert result.exit_code == 1
     assert "2 accepted, 0 already there, 1 refused" in result.stdout
     assert f"refused  {pid}_3.png: not a readable image" in result.stderr
+    assert runner.invoke(args=["campaign", "create", "C1", "--prompt-set", "s", "--models",
+                               "Initech-A,Initech-B"]).exit_code == 0
+    published = runner.invoke(args=["campaign", "publish", "C1"])
+    assert published.exit_code == 0, published.output
     folder = tmp_path / "b"
     folder.mkdir()
     (folder / "x.webp").write_bytes((IMAGES / "ok.webp").read_bytes())

@@ -1,0 +1,139 @@
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import func, select
+
+from arena import campaigns, ingest, matchmaking, owners, voters, voting
+from arena.extensions import db
+from arena.models import Comparison, Owner, Prompt, utcnow
+
+IMAGES = Path(__file__).resolve().parent.parent / "data" / "images"
+COLOURS = ["ok.png", "ok.jpg", "ok.webp", "cmyk.jpg", "exif_rotated.jpg"]
+
+
+@pytest.fixture
+def three_models(ctx):
+    """DrawBench (shipped, imported on first use) and three models with images on two
+    prompts: A and B with 2 images each, C with 1."""
+    owners.create_owner("o")
+    owner = db.session.scalar(select(Owner))
+    for name in ("A", "B", "C"):
+        owners.register_model(owner, name)
+    campaign = campaigns.create_campaign("Bench", "DrawBench", ["A", "B"], images_per_model=1)
+    prompt_ids = db.session.scalars(select(Prompt.id).order_by(Prompt.id).limit(2)).all()
+    from arena.models import GenModel
+
+    models = {m.name: m for m in db.session.scalars(select(GenModel))}
+    k = 0
+    for pid in prompt_ids:
+        for name, count in (("A", 2), ("B", 2), ("C", 1)):
+            for _ in range(count):
+                data = _distinct_png(k)
+                assert ingest.ingest_image(models[name], pid, data, f"{pid}_{k}.png").ok
+                k += 1
+    return campaign, prompt_ids
+
+
+def _distinct_png(k: int) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (32, 32), (k * 37 % 256, k * 91 % 256, 120)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def count(**where):
+    query = select(func.count()).select_from(Comparison)
+    for key, value in where.items():
+        query = query.where(getattr(Comparison, key) == value)
+    return db.session.scalar(query)
+
+
+def test_nothing_reaches_voters_before_publishing(three_models):
+    assert count() == 0
+    campaign, _ = three_models
+    # A vs B, first image of each (images_per_model=1), 2 prompts, 3 criteria
+    assert campaigns.publish(campaign) == 6
+    assert count(campaign_id=campaign.id) == 6
+    assert campaigns.publish(campaign) == 0  # idempotent
+
+
+def test_joining_model_and_new_images_add_only_new_pairs(three_models):
+    campaign, _ = three_models
+    campaigns.publish(campaign)
+    assert campaigns.add_model(campaign, "C") == 2 * 2 * 3  # C vs A and B, 2 prompts
+    with pytest.raises(campaigns.CampaignError):
+        campaigns.add_model(campaign, "C")
+    # raising the images per model adds the second images only
+    campaign.images_per_model = 2
+    db.session.commit()
+    added = campaigns.publish(campaign)
+    # per prompt: pairs among A2,B2,C1 across models = 2*2+2*1+2*1 = 8, minus 3 existing = 5
+    assert added == 5 * 2 * 3
+
+
+def test_bad_definitions(ctx):
+    with pytest.raises(campaigns.CampaignError, match="no prompt set"):
+        campaigns.create_campaign("x", "Nope", [])
+    with pytest.raises(campaigns.CampaignError, match="no model named Ghost"):
+        campaigns.create_campaign("x", "DrawBench", ["Ghost"])
+    with pytest.raises(campaigns.CampaignError, match="criteria"):
+        campaigns.create_campaign("x", "DrawBench", [], ["beauty"])
+    empty = campaigns.create_campaign("y", "PartiPrompts", [])
+    with pytest.raises(campaigns.CampaignError, match="at least two models"):
+        campaigns.publish(empty)
+
+
+def test_gold_pairs(three_models):
+    campaign, prompt_ids = three_models
+    pair = campaigns.add_gold_pair(campaign, "alignment", (IMAGES / "ok.png").read_bytes(),
+                                   (IMAGES / "ok.jpg").read_bytes(), prompt_ids[0],
+                                   names=("ok.png", "ok.jpg"))
+    assert pair.is_validation and pair.correct_image_id in (pair.image_a_id, pair.image_b_id)
+    with pytest.raises(campaigns.CampaignError, match="identical"):
+        campaigns.add_gold_pair(campaign, "preference", (IMAGES / "ok.png").read_bytes(),
+                                (IMAGES / "ok.png").read_bytes())
+    from arena.images import ImageRejected
+
+    with pytest.raises(ImageRejected):
+        campaigns.add_gold_pair(campaign, "preference", b"junk", b"junk2")
+
+
+def test_progress_is_accurate(three_models, ctx):
+    campaign, _ = three_models
+    campaigns.publish(campaign)
+    campaigns.add_gold_pair(campaign, "preference", (IMAGES / "ok.png").read_bytes(),
+                            (IMAGES / "ok.webp").read_bytes(), names=("ok.png", "ok.webp"))
+    ctx.config["VALIDATION_RATE"] = 1.0
+    rng = np.random.default_rng(0)
+    cast = 0
+    for country, right in (("KE", True), ("BR", False)):
+        voter, _ = voters.create_voter({"country": country, "age_group": "18-29"})
+        db.session.commit()
+        session = matchmaking.start_session(voter, rng, "preference")
+        for task in session.tasks:
+            gold = task.comparison.correct_image_id
+            if gold is not None:
+                pick_left = (task.left_image_id == gold) == right
+                choice = "left" if pick_left else "right"
+            else:
+                choice = "left"
+            voting.cast_vote(voter, task.id, choice)
+            cast += 0 if gold is not None else 1
+    report = campaigns.progress(campaign)
+    pref = next(c for c in report.criteria if c["criterion"] == "preference")
+    assert pref == {"criterion": "preference", "comparisons": 2, "collected": cast,
+                    "needed": 2 * 26}
+    assert report.needed_total == 6 * 26 and report.votes_total == cast
+    assert sum(p["votes"] for p in report.pairs) == cast
+    assert {p["models"] for p in report.pairs} == {"A vs B"}
+    assert report.voters == 2
+    assert dict(report.demographics["continent"]) == {"AF": 1, "SA": 1}
+    assert report.validation == {"pairs": 1, "voters": 2, "passed": 1, "failed": 1}
+    assert report.votes_per_hour > 0 and report.eta_hours > 0
+    later = campaigns.progress(campaign, now=utcnow() + timedelta(days=2))
+    assert later.votes_per_hour is None and later.eta_hours is None

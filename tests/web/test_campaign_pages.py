@@ -1,0 +1,95 @@
+import io
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from arena import campaigns, owners, tokens
+from arena.extensions import db
+from arena.models import Campaign, Comparison, Owner
+
+from .helpers import csrf_token
+
+IMAGES = Path(__file__).resolve().parent.parent / "data" / "images"
+
+
+@pytest.fixture
+def operator(app, client):
+    with app.app_context():
+        token = tokens.create_token("ops", role="operator")
+        analyst = tokens.create_token("ana")
+        owners.create_owner("o")
+        owner = db.session.scalar(select(Owner))
+        for name in ("A", "B", "C"):
+            owners.register_model(owner, name)
+    return token, analyst
+
+
+def sign_in(client, token):
+    html = client.get("/admin/").get_data(as_text=True)
+    return client.post("/admin/sign-in", data={"csrf_token": csrf_token(html), "token": token})
+
+
+def test_only_operator_tokens_open_the_admin(client, operator):
+    token, analyst = operator
+    assert sign_in(client, analyst).status_code == 401
+    assert client.post("/admin/campaigns", data={}).status_code in (302, 400)
+    assert sign_in(client, token).status_code == 303
+    assert "New campaign" in client.get("/admin/").get_data(as_text=True)
+
+
+def test_define_publish_add_model_and_gold_pair_on_the_web(client, operator, app):
+    sign_in(client, operator[0])
+    html = client.get("/admin/").get_data(as_text=True)
+    token = csrf_token(html)
+    created = client.post("/admin/campaigns", data={
+        "csrf_token": token, "name": "Spring", "prompt_set": "DrawBench",
+        "criteria": ["preference", "alignment"], "models": ["A", "B"],
+        "images_per_model": "2", "target_votes": "10"})
+    assert created.status_code == 200 and "Created Spring" in created.get_data(as_text=True)
+    bad = client.post("/admin/campaigns", data={"csrf_token": token, "name": "Spring",
+                                                "prompt_set": "DrawBench", "models": ["A"]})
+    assert bad.status_code == 422 and "exists already" in bad.get_data(as_text=True)
+    with app.app_context():
+        campaign = db.session.scalar(select(Campaign))
+        assert campaign.criteria_list == ["preference", "alignment"]
+        cid = campaign.id
+    assert "Published Spring" in client.post(f"/admin/campaigns/{cid}/publish",
+                                             data={"csrf_token": token}).get_data(as_text=True)
+    joined = client.post(f"/admin/campaigns/{cid}/models", data={"csrf_token": token,
+                                                                  "model": "C"})
+    assert "Model joined Spring" in joined.get_data(as_text=True)
+    gold = client.post(f"/admin/campaigns/{cid}/gold", content_type="multipart/form-data",
+                       data={"csrf_token": token, "criterion": "preference",
+                             "correct": (io.BytesIO((IMAGES / "ok.png").read_bytes()), "g.png"),
+                             "wrong": (io.BytesIO((IMAGES / "ok.jpg").read_bytes()), "w.jpg")})
+    assert "Gold pair" in gold.get_data(as_text=True)
+    junk = client.post(f"/admin/campaigns/{cid}/gold", content_type="multipart/form-data",
+                       data={"csrf_token": token, "criterion": "preference",
+                             "correct": (io.BytesIO(b"nope"), "g.png"),
+                             "wrong": (io.BytesIO((IMAGES / "ok.jpg").read_bytes()), "w.jpg")})
+    assert junk.status_code == 422 and "not a readable image" in junk.get_data(as_text=True)
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Comparison).where(
+            Comparison.is_validation)) == 1
+
+
+def test_progress_pages(client, operator, app):
+    with app.app_context():
+        campaigns.create_campaign("Draft one", "DrawBench", ["A", "B"])
+    listing = client.get("/campaigns/").get_data(as_text=True)
+    assert "Draft one" in listing and "not published" in listing
+    page = client.get("/campaigns/Draft one").get_data(as_text=True)
+    assert "0</strong> of 0 votes" in page and "No comparisons yet" in page
+    assert client.get("/campaigns/none").status_code == 404
+
+
+def test_demo_campaign_page_shows_votes_rate_and_demographics(client, app, runner):
+    result = runner.invoke(args=["demo", "--prompts", "2", "--images", "1", "--votes", "40"])
+    assert result.exit_code == 0, result.output
+    page = client.get("/campaigns/Demo: DrawBench").get_data(as_text=True)
+    assert "votes per hour" in page and "hours to completion" in page
+    assert 'aria-label="Voters by continent"' in page
+    assert "Aurora-XL vs Brisk-2" in page
+    status = runner.invoke(args=["campaign", "status", "Demo: DrawBench"])
+    assert "votes/hour" in status.output and "gold pairs passed by" in status.output
