@@ -6,7 +6,7 @@ from sqlalchemy import func, select
 
 from arena import owners
 from arena.extensions import db
-from arena.models import Image, Prompt, PromptSet
+from arena.models import Comparison, Image, Prompt, PromptSet
 
 IMAGES = Path(__file__).resolve().parent.parent / "data" / "images"
 
@@ -33,6 +33,17 @@ def test_owner_uploads_a_batch_with_progress(app, live_server, phone, tmp_path):
     phone.get_by_label("Name").fill("Acme-1")
     phone.get_by_role("button", name="Register").tap()
     phone.get_by_role("heading", name="Acme-1").wait_for()
+    with app.app_context():  # the operator lets the new model join a live campaign
+        from arena import campaigns, ingest
+        from arena.models import GenModel, Owner
+
+        rival = owners.register_model(db.session.scalar(select(Owner)), "Rival")
+        assert ingest.ingest_image(rival, pid, (IMAGES / "ok.webp").read_bytes(),
+                                   "r.webp").ok
+        campaign = campaigns.create_campaign("Live", "s", ["Rival"])
+        campaigns.add_model(campaign, "Acme-1")
+        campaigns.publish(campaign)
+        assert db.session.scalar(select(GenModel).where(GenModel.name == "Acme-1"))
     phone.set_input_files("input[type=file]", sorted(str(p) for p in batch.iterdir()))
     phone.get_by_role("button", name="Upload").tap()
     phone.get_by_text("Done: 2 accepted, 2 refused.").wait_for()
@@ -46,4 +57,6 @@ def test_owner_uploads_a_batch_with_progress(app, live_server, phone, tmp_path):
     phone.locator("#stats").get_by_text("a red cube").wait_for()
     assert "2 × #" in phone.locator("#stats").inner_text()
     with app.app_context():
-        assert db.session.scalar(select(func.count()).select_from(Image)) == 2
+        assert db.session.scalar(select(func.count()).select_from(Image)) == 3
+        # the two accepted images each face Rival's image, for three criteria
+        assert db.session.scalar(select(func.count()).select_from(Comparison)) == 6

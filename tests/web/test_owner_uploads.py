@@ -44,12 +44,28 @@ def test_register_and_upload(client, owner, app):
     assert created.status_code == 201
     assert client.post("/api/v1/models", headers=owner["auth"],
                        json={"name": "Acme-1"}).status_code == 400
+    with app.app_context():
+        from arena import campaigns
+        from arena.models import Owner
+
+        other = db.session.scalar(select(Owner).where(Owner.name == "globex"))
+        owners.register_model(other, "Globex-1")
+        live = campaigns.create_campaign("Live", "DrawBench-mini", ["Acme-1", "Globex-1"])
+        campaigns.publish(live)
+        globex = db.session.scalar(select(owners.GenModel).where(
+            owners.GenModel.name == "Globex-1"))
+        from arena.ingest import ingest_image
+
+        assert ingest_image(globex, owner["prompts"][0], (IMAGES / "ok.jpg").read_bytes(),
+                            "g.jpg").ok
     ok = upload(client, owner["auth"], "Acme-1", "ok.png", owner["prompts"][0])
     assert ok.status_code == 201 and ok.json["image_id"] and ok.json["ok"]
+    with app.app_context():  # live in the campaign: one new pair per criterion
+        assert db.session.scalar(select(func.count()).select_from(Comparison)) == 3
     again = upload(client, owner["auth"], "Acme-1", "ok.png", owner["prompts"][0])
     assert again.status_code == 200 and again.json["duplicate"] is True
     with app.app_context():
-        assert db.session.scalar(select(func.count()).select_from(Image)) == 1
+        assert db.session.scalar(select(func.count()).select_from(Image)) == 2
 
 
 @pytest.mark.parametrize("name,status,reason", [
