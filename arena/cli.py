@@ -453,10 +453,76 @@ def campaign_status_command(name):
                f"{p.validation['passed']} of {p.validation['voters']} voters who met one")
 
 
+@click.group("hype")
+def hype_group():
+    """HYPE real/fake evaluation."""
+
+
+@hype_group.command("score")
+@click.option("--trials", "trials_file", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="CSV: evaluator,model,image,is_real,judged_real,exposure_ms,block.")
+@click.option("--mode", type=click.Choice(["infinity", "time"]), default="infinity",
+              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
+              show_default=True)
+@click.option("--rounds", type=click.IntRange(100, 1_000_000), default=10_000,
+              show_default=True, help="Bootstrap rounds (resampling evaluators).")
+@click.option("--seed", type=int, default=0, show_default=True)
+def hype_score_command(trials_file, mode, fmt, rounds, seed):
+    """Score a file of HYPE trials collected elsewhere, with the paper's table."""
+    import csv as csv_module
+    import io
+    import json
+    from dataclasses import asdict
+
+    import numpy as np
+
+    from .hype_files import TrialsFileError, read_trials
+    from .ranking.hype import score_infinity, score_time, separability
+
+    try:
+        trials = read_trials(trials_file, need_time=mode == "time")
+        scorer = score_infinity if mode == "infinity" else score_time
+        scores, per_evaluator = scorer(trials, rounds=rounds, rng=np.random.default_rng(seed))
+    except (TrialsFileError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    tests = separability(per_evaluator)
+    rows = [asdict(s) for s in scores]
+    if fmt == "json":
+        click.echo(json.dumps({"mode": mode, "models": rows, "separability": asdict(tests)},
+                              indent=2))
+        return
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv_module.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        click.echo(buf.getvalue(), nl=False)
+        return
+    unit = "%" if mode == "infinity" else " ms"
+    title = "HYPE-∞ (deception rate)" if mode == "infinity" else "HYPE-time (modal exposure)"
+    click.echo(f"{title}, 95% bootstrap CI over evaluators, {rounds:,d} rounds")
+    click.echo(f"{'rank':>4}  {'model':20} {'HYPE':>9} {'fakes err':>9} {'reals err':>9} "
+               f"{'std':>7} {'95% CI':>17} {'evals':>5}")
+    for s in scores:
+        fe = "-" if s.fakes_error is None else f"{s.fakes_error:.1f}%"
+        re_ = "-" if s.reals_error is None else f"{s.reals_error:.1f}%"
+        click.echo(f"{s.rank:>4}  {s.model[:20]:20} {s.score:8.1f}{unit[-1]} {fe:>9} {re_:>9} "
+                   f"{s.std:7.2f} {s.ci_low:8.1f}–{s.ci_high:<8.1f} {s.evaluators:>5}")
+    if tests.anova_p is not None:
+        click.echo(f"ANOVA across models: F = {tests.anova_f:.2f}, p = {tests.anova_p:.3g}")
+        for t in tests.tukey:
+            click.echo(f"  Tukey HSD {t['a']} vs {t['b']}: difference {t['difference']:.2f}, "
+                       f"p = {t['p']:.3g}")
+    if tests.ttest_p is not None:
+        click.echo(f"Welch t-test: t = {tests.ttest_t:.2f}, p = {tests.ttest_p:.3g}")
+
+
 def register(app: Flask) -> None:
     for command in (demo_command, serve_command, import_prompts_command, elo_group,
                     rank_command, token_group, owner_group, model_group, import_command,
-                    campaign_group):
+                    campaign_group, hype_group):
         app.cli.add_command(command)
 
 

@@ -1,0 +1,136 @@
+"""HYPE core: staircase convergence by simulation, scores against hand-computed cases,
+bootstrap reproducibility, separability tests."""
+
+import numpy as np
+import pytest
+
+from arena.ranking.hype import (ThreeInARow, Trials, WeightedUpDown, evaluator_models,
+                                modal_exposure, psychometric_curve, score_infinity,
+                                score_time, separability)
+
+
+def simulate_staircase(rule, trials=60_000, seed=0, e50=300.0, slope=60.0):
+    """A simulated observer: accuracy rises from 50% (guessing) to 100% with exposure.
+    Returns the accuracy over the trials after a burn-in."""
+    rng = np.random.default_rng(seed)
+    state = rule.start()
+    correct = []
+    for _ in range(trials):
+        exposure = state.exposure_ms
+        p = 0.5 + 0.5 / (1 + np.exp(-(exposure - e50) / slope))
+        ok = rng.random() < p
+        correct.append(ok)
+        state = rule.update(state, ok)
+    return float(np.mean(correct[2_000:]))
+
+
+def test_weighted_rule_converges_at_75_percent():
+    rule = WeightedUpDown()
+    assert rule.target_accuracy == pytest.approx(0.75)
+    assert simulate_staircase(rule) == pytest.approx(0.75, abs=0.01)
+
+
+def test_literal_three_in_a_row_rule_converges_near_63_percent():
+    rule = ThreeInARow()
+    assert rule.target_accuracy == pytest.approx(0.25 ** (1 / 3))  # 0.630
+    assert simulate_staircase(rule) == pytest.approx(0.63, abs=0.015)
+
+
+def test_staircase_bounds_and_steps():
+    rule = WeightedUpDown()
+    state = rule.start()
+    assert state.exposure_ms == 500
+    assert rule.update(state, True).exposure_ms == 490
+    assert rule.update(state, False).exposure_ms == 530
+    low = WeightedUpDown(start_ms=100)
+    assert low.update(low.start(), True).exposure_ms == 100
+    high = WeightedUpDown(start_ms=990)
+    assert high.update(high.start(), False).exposure_ms == 1000
+    literal = ThreeInARow()
+    s = literal.start()
+    for _ in range(2):
+        s = literal.update(s, True)
+    assert s.exposure_ms == 500 and s.streak == 2
+    s = literal.update(s, True)
+    assert (s.exposure_ms, s.streak) == (470, 0)
+    assert literal.update(s, False).exposure_ms == 480
+
+
+def trials_from(rows, with_time=False):
+    cols = list(zip(*rows, strict=True))
+    t = Trials(np.array(cols[0]), np.array(cols[1]), np.array(cols[2], bool),
+               np.array(cols[3], bool))
+    if with_time:
+        t.exposure_ms, t.block = np.array(cols[4], float), np.array(cols[5])
+    return t
+
+
+def test_infinity_scores_hand_computed():
+    # e1 judges model X: 2 fakes (1 judged real = wrong), 2 reals (1 judged fake = wrong)
+    # e2 judges X: 2 fakes both caught, 2 reals right -> X: 2 wrong of 8 = 25%
+    # e3 judges Y: 2 fakes both judged real (wrong), 2 reals right -> Y: 50%
+    rows = [("e1", "X", 0, 1), ("e1", "X", 0, 0), ("e1", "", 1, 0), ("e1", "", 1, 1),
+            ("e2", "X", 0, 0), ("e2", "X", 0, 0), ("e2", "", 1, 1), ("e2", "", 1, 1),
+            ("e3", "Y", 0, 1), ("e3", "Y", 0, 1), ("e3", "", 1, 1), ("e3", "", 1, 1)]
+    scores, per = score_infinity(trials_from(rows), rounds=2000, rng=np.random.default_rng(1))
+    by = {s.model: s for s in scores}
+    assert [s.model for s in scores] == ["Y", "X"]
+    assert by["X"].score == 25 and by["X"].fakes_error == 25 and by["X"].reals_error == 25
+    assert by["Y"].score == 50 and by["Y"].fakes_error == 100 and by["Y"].reals_error == 0
+    assert by["X"].evaluators == 2 and by["X"].answers == 8
+    assert per["X"].tolist() == [50.0, 0.0]
+    assert by["X"].ci_low == 0 and by["X"].ci_high == 50  # resampling the two evaluators
+    assert by["Y"].std == 0
+
+
+def test_bootstrap_is_reproducible_with_a_seed():
+    rng = np.random.default_rng(5)
+    rows = [(f"e{k}", "X" if k % 2 else "Y", int(r), int(rng.random() < 0.6))
+            for k in range(20) for r in (0, 1) for _ in range(5)]
+    rows = [(e, m if not r else "", r, j) for e, m, r, j in rows]
+    a, _ = score_infinity(trials_from(rows), rounds=1000, rng=np.random.default_rng(9))
+    b, _ = score_infinity(trials_from(rows), rounds=1000, rng=np.random.default_rng(9))
+    assert [(s.ci_low, s.ci_high, s.std) for s in a] == [(s.ci_low, s.ci_high, s.std) for s in b]
+
+
+def test_evaluator_must_judge_one_model():
+    rows = [("e1", "X", 0, 1), ("e1", "Y", 0, 1)]
+    with pytest.raises(ValueError, match="fakes of 2 models"):
+        evaluator_models(trials_from(rows))
+
+
+def test_modal_exposure_uses_staircase_bins():
+    assert modal_exposure([483.3, 478.0, 516.7, 450.0]) == 480.0  # 483 and 478 share a bin
+    assert modal_exposure([100, 200]) == 150.0  # a tie: mean of the modes
+
+
+def test_time_scores_hand_computed():
+    # e1 (X): block 1 mode 300, block 2 mode 500 -> 400; e2 (X): 200 and 200 -> 200
+    rows = []
+    for e, blocks in (("e1", {1: [300, 300, 310], 2: [500, 500, 480]}),
+                      ("e2", {1: [200, 200, 250], 2: [200, 190, 200]})):
+        for block, exposures in blocks.items():
+            for k, x in enumerate(exposures):
+                rows.append((e, "X" if k else "", int(k == 0), 1, x, block))
+    scores, per = score_time(trials_from(rows, with_time=True), rounds=500,
+                             rng=np.random.default_rng(2))
+    assert scores[0].score == 300 and per["X"].tolist() == [400, 200]
+    assert scores[0].ci_low == 200 and scores[0].ci_high == 400
+
+
+def test_psychometric_curve():
+    curve = psychometric_curve(np.array([120, 150, 260, 280, 290]),
+                               np.array([False, True, True, True, False]))
+    assert curve == [(150.0, 0.5, 2), (250.0, pytest.approx(2 / 3), 3)]
+
+
+def test_separability_tests():
+    rng = np.random.default_rng(3)
+    per = {"A": rng.normal(50, 5, 15), "B": rng.normal(30, 5, 15), "C": rng.normal(31, 5, 15)}
+    result = separability(per)
+    assert result.anova_p < 1e-6 and result.ttest_p is None
+    pairs = {(t["a"], t["b"]): t["p"] for t in result.tukey}
+    assert pairs[("A", "B")] < 0.001 and pairs[("B", "C")] > 0.05
+    two = separability({"A": per["A"], "B": per["B"]})
+    assert two.ttest_p < 1e-6 and two.ttest_t > 0
+    assert separability({"A": per["A"]}).anova_p is None
