@@ -4,9 +4,17 @@ bootstrap reproducibility, separability tests."""
 import numpy as np
 import pytest
 
-from arena.ranking.hype import (ThreeInARow, Trials, WeightedUpDown, evaluator_models,
-                                modal_exposure, psychometric_curve, score_infinity,
-                                score_time, separability)
+from arena.ranking.hype import (
+    ThreeInARow,
+    Trials,
+    WeightedUpDown,
+    evaluator_models,
+    modal_exposure,
+    psychometric_curve,
+    score_infinity,
+    score_time,
+    separability,
+)
 
 
 def simulate_staircase(rule, trials=60_000, seed=0, e50=300.0, slope=60.0):
