@@ -9,6 +9,22 @@
   var status = document.getElementById("upload-status");
   var list = document.getElementById("upload-results");
   var token = form.querySelector("input[name=csrf_token]").value;
+  var zone = form.querySelector(".drop");
+
+  // Files dropped anywhere on the zone land in the file input.
+  ["dragenter", "dragover"].forEach(function (name) {
+    zone.addEventListener(name, function (e) { e.preventDefault(); zone.classList.add("over"); });
+  });
+  ["dragleave", "drop"].forEach(function (name) {
+    zone.addEventListener(name, function () { zone.classList.remove("over"); });
+  });
+  zone.addEventListener("drop", function (e) {
+    e.preventDefault();
+    if (e.dataTransfer && e.dataTransfer.files.length) {
+      input.files = e.dataTransfer.files;
+      status.textContent = input.files.length + " files ready.";
+    }
+  });
 
   function parseManifest(text) {
     var map = {};

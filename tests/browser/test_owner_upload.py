@@ -44,7 +44,16 @@ def test_owner_uploads_a_batch_with_progress(app, live_server, phone, tmp_path):
         campaigns.add_model(campaign, "Acme-1")
         campaigns.publish(campaign)
         assert db.session.scalar(select(GenModel).where(GenModel.name == "Acme-1"))
-    phone.set_input_files("input[type=file]", sorted(str(p) for p in batch.iterdir()))
+    # drop the files on the zone, as a desktop user would
+    payload = [{"name": p.name, "data": list(p.read_bytes())} for p in sorted(batch.iterdir())]
+    phone.evaluate("""files => {
+        const dt = new DataTransfer();
+        for (const f of files) dt.items.add(new File([new Uint8Array(f.data)], f.name));
+        const zone = document.querySelector('.drop');
+        zone.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true,
+                                                  cancelable: true}));
+    }""", payload)
+    phone.get_by_text("5 files ready.").wait_for()
     phone.get_by_role("button", name="Upload").tap()
     phone.get_by_text("Done: 2 accepted, 2 refused.").wait_for()
     assert phone.locator("#upload-progress").evaluate("el => el.value === el.max")
