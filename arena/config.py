@@ -54,6 +54,14 @@ class Defaults:
     RATE_LIMIT_VOTES = "600/hour"
     RATE_LIMIT_UPLOADS = "5000/hour"
 
+    # HYPE (Zhou et al. 2019); shorten the counts for tests and pilots.
+    HYPE_QUALIFICATION_TRIALS = 100
+    HYPE_QUALIFICATION_PASS = 0.65  # on reals and on fakes
+    HYPE_RETRY_HOURS = 24  # before a failed evaluator may qualify again
+    HYPE_INFINITY_TRIALS = 100
+    HYPE_TIME_BLOCKS = 3
+    HYPE_TIME_BLOCK_TRIALS = 150
+
     # Demo campaign.
     DEMO_PROMPTS = 24
     DEMO_IMAGES_PER_MODEL = 4

@@ -267,3 +267,60 @@ class ApiToken(db.Model):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+hype_run_models = db.Table(
+    "hype_run_model",
+    db.Column("run_id", ForeignKey("hype_run.id"), primary_key=True),
+    db.Column("model_id", ForeignKey("model.id"), primary_key=True),
+)
+
+
+class HypeRun(db.Model):
+    """A HYPE evaluation of some models against a pool of real images."""
+
+    __tablename__ = "hype_run"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    mode: Mapped[str] = mapped_column(String(10))  # infinity | time
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    models: Mapped[list[GenModel]] = relationship(secondary=hype_run_models,
+                                                  order_by="GenModel.name")
+
+
+class HypeStage(db.Model):
+    """One evaluator's pass through a qualification or a scored task of a run. Its trials
+    are drawn when it starts; real/fake labels never leave the server."""
+
+    __tablename__ = "hype_stage"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    public_id: Mapped[str] = mapped_column(String(32), unique=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("hype_run.id"), index=True)
+    voter_id: Mapped[int] = mapped_column(ForeignKey("voter.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(15))  # qualification | infinity | time
+    model_id: Mapped[int | None] = mapped_column(ForeignKey("model.id"))  # judged model
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    passed: Mapped[bool | None] = mapped_column(Boolean)
+
+    run: Mapped[HypeRun] = relationship()
+
+
+class HypeTrial(db.Model):
+    __tablename__ = "hype_trial"
+    __table_args__ = (UniqueConstraint("stage_id", "position"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    stage_id: Mapped[int] = mapped_column(ForeignKey("hype_stage.id"), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    block: Mapped[int] = mapped_column(Integer, default=1)
+    image_id: Mapped[int] = mapped_column(ForeignKey("image.id"))
+    is_real: Mapped[bool] = mapped_column(Boolean)
+    requested_ms: Mapped[float | None] = mapped_column(Float)
+    actual_ms: Mapped[float | None] = mapped_column(Float)
+    judged_real: Mapped[bool | None] = mapped_column(Boolean)
+    correct: Mapped[bool | None] = mapped_column(Boolean)
+    voided: Mapped[bool] = mapped_column(Boolean, default=False)
+    answered_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+    image: Mapped[Image] = relationship()

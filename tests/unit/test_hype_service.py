@@ -1,0 +1,95 @@
+
+import numpy as np
+import pytest
+from PIL import Image as PILImage
+from sqlalchemy import select
+
+from arena import hype, voters
+from arena.extensions import db
+from arena.models import HypeTrial, Image
+from tests.factories import make_campaign
+
+
+@pytest.fixture
+def run(ctx, tmp_path):
+    ctx.config.update(HYPE_QUALIFICATION_TRIALS=8, HYPE_INFINITY_TRIALS=6)
+    make_campaign(n_prompts=2, n_models=2, images_per_model=3, gold=False)
+    reals = tmp_path / "reals"
+    reals.mkdir()
+    for k in range(10):
+        PILImage.new("RGB", (20, 20), (k * 20, 200 - k * 10, 90)).save(reals / f"r{k}.png")
+    (reals / "notes.txt").write_text("not an image")
+    stored, refused = hype.import_reals(reals)
+    assert stored == 10 and refused == [("notes.txt", "file type .txt not accepted "
+                                         "(.jpg, .png or .webp)")]
+    return hype.create_run("Pilot", "infinity", ["model-0", "model-1"])
+
+
+def evaluator():
+    voter, _ = voters.create_voter()
+    db.session.commit()
+    return voter
+
+
+def answer_all(stage, rule):
+    while (trial := hype.next_trial(stage)) is not None:
+        hype.answer(stage, trial.id, rule(trial))
+
+
+def test_scored_task_needs_qualification_and_labels_stay_server_side(run):
+    voter = evaluator()
+    with pytest.raises(hype.NotQualified):
+        hype.start_stage(run, voter, "infinity", np.random.default_rng(0))
+    stage = hype.start_stage(run, voter, "qualification", np.random.default_rng(0))
+    trials = db.session.scalars(select(HypeTrial).where(HypeTrial.stage_id == stage.id)).all()
+    assert len(trials) == 8 and sum(t.is_real for t in trials) == 4
+    fakes = [db.session.get(Image, t.image_id) for t in trials if not t.is_real]
+    assert {f.model.name for f in fakes} == {"model-0", "model-1"}  # drawn from both
+    answer_all(stage, lambda t: t.is_real)  # a perfect evaluator
+    assert stage.passed is True
+    task = hype.start_stage(run, voter, "infinity", np.random.default_rng(1))
+    assert hype.stage_progress(task) == (0, 6)
+
+
+def test_failed_qualification_waits_before_a_retry(run, ctx):
+    voter = evaluator()
+    stage = hype.start_stage(run, voter, "qualification", np.random.default_rng(0))
+    answer_all(stage, lambda t: True)  # calls everything real: 0% on fakes
+    assert stage.passed is False
+    with pytest.raises(hype.NotQualified, match="later"):
+        hype.start_stage(run, voter, "qualification", np.random.default_rng(1))
+    ctx.config["HYPE_RETRY_HOURS"] = 0
+    assert hype.start_stage(run, voter, "qualification", np.random.default_rng(1)).id != stage.id
+
+
+def test_repeat_answers_change_nothing(run):
+    voter = evaluator()
+    stage = hype.start_stage(run, voter, "qualification", np.random.default_rng(0))
+    trial = hype.next_trial(stage)
+    assert hype.answer(stage, trial.id, True) in (True, False)
+    assert hype.answer(stage, trial.id, False) is None
+    other = hype.start_stage(run, evaluator(), "qualification", np.random.default_rng(0))
+    with pytest.raises(hype.HypeError):
+        hype.answer(other, trial.id, True)
+
+
+def test_evaluators_are_balanced_over_models_and_scores_come_out(run):
+    for k in range(4):
+        voter = evaluator()
+        answer_all(hype.start_stage(run, voter, "qualification", np.random.default_rng(k)),
+                   lambda t: t.is_real)
+        task = hype.start_stage(run, voter, "infinity", np.random.default_rng(10 + k))
+        # fooled by every fake of model-1, never by model-0's
+        answer_all(task, lambda t: t.is_real or t.image.model.name == "model-1")
+    scores, tests, qualified = hype.report(run, rounds=500)
+    by = {s.model: s for s in scores}
+    assert by["model-1"].evaluators == by["model-0"].evaluators == 2
+    assert by["model-1"].score == 50 and by["model-1"].fakes_error == 100
+    assert by["model-0"].score == 0
+    assert qualified == {"qualified": 4, "tried": 4}
+
+
+def test_not_enough_images(run, ctx):
+    ctx.config["HYPE_QUALIFICATION_TRIALS"] = 100
+    with pytest.raises(hype.HypeError, match="not enough"):
+        hype.start_stage(run, evaluator(), "qualification", np.random.default_rng(0))
