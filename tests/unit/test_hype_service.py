@@ -20,8 +20,8 @@ def run(ctx, tmp_path):
         PILImage.new("RGB", (20, 20), (k * 20, 200 - k * 10, 90)).save(reals / f"r{k}.png")
     (reals / "notes.txt").write_text("not an image")
     stored, refused = hype.import_reals(reals)
-    assert stored == 10 and refused == [("notes.txt", "file type .txt not accepted "
-                                         "(.jpg, .png or .webp)")]
+    reason = "file type .txt not accepted (.jpg, .png or .webp)"
+    assert stored == 10 and refused == [("notes.txt", reason)]
     return hype.create_run("Pilot", "infinity", ["model-0", "model-1"])
 
 
@@ -81,7 +81,7 @@ def test_evaluators_are_balanced_over_models_and_scores_come_out(run):
         task = hype.start_stage(run, voter, "infinity", np.random.default_rng(10 + k))
         # fooled by every fake of model-1, never by model-0's
         answer_all(task, lambda t: t.is_real or t.image.model.name == "model-1")
-    scores, tests, qualified = hype.report(run, rounds=500)
+    scores, _tests, qualified = hype.report(run, rounds=500)
     by = {s.model: s for s in scores}
     assert by["model-1"].evaluators == by["model-0"].evaluators == 2
     assert by["model-1"].score == 50 and by["model-1"].fakes_error == 100
