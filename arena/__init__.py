@@ -89,9 +89,10 @@ def configure_extensions(app: Flask) -> None:
 
 
 def configure_blueprints(app: Flask) -> None:
-    from .views import admin, analyst, api, campaign, images, owner, voter
+    from .views import admin, analyst, api, campaign, hype, images, owner, voter
 
     app.register_blueprint(voter.bp)
+    app.register_blueprint(hype.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(campaign.bp)
     app.register_blueprint(owner.bp)

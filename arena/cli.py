@@ -458,6 +458,38 @@ def hype_group():
     """HYPE real/fake evaluation."""
 
 
+@hype_group.command("import-reals")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@with_appcontext
+def hype_import_reals_command(folder):
+    """Store the images of FOLDER as real (training-set) images for HYPE."""
+    from .hype import import_reals
+
+    total = sum(1 for p in folder.iterdir() if p.is_file())
+    with click.progressbar(length=total, label="Importing real images") as bar:
+        stored, refused = import_reals(folder, progress=bar.update)
+    for name, reason in refused:
+        click.echo(f"refused  {name}: {reason}", err=True)
+    click.echo(f"{stored} real images stored, {len(refused)} refused")
+
+
+@hype_group.command("create-run")
+@click.argument("name")
+@click.option("--mode", type=click.Choice(["infinity", "time"]), default="infinity",
+              show_default=True)
+@click.option("--models", required=True, help="Comma-separated model names.")
+@with_appcontext
+def hype_create_run_command(name, mode, models):
+    """Open a HYPE evaluation of some models (evaluators find it under /hype/)."""
+    from .hype import HypeError, create_run
+
+    try:
+        run = create_run(name, mode, [m.strip() for m in models.split(",") if m.strip()])
+    except HypeError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"Opened HYPE run {run.name!r} ({mode}) for {len(run.models)} models.")
+
+
 @hype_group.command("score")
 @click.option("--trials", "trials_file", required=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),

@@ -1,0 +1,130 @@
+"""HYPE evaluator pages (phone first): qualification and the untimed HYPE-infinity task,
+and each run's report. One image at a time, "Real" or "Fake"; labels stay on the server."""
+
+from __future__ import annotations
+
+import numpy as np
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
+from sqlalchemy import select
+
+from .. import hype, voters
+from ..extensions import db, limiter
+from ..models import HypeRun, HypeStage
+from .images import image_url
+
+bp = Blueprint("hype", __name__, url_prefix="/hype")
+
+
+def _voter():
+    return voters.voter_by_public_id(session.get("voter"))
+
+
+@bp.get("/")
+def index():
+    runs = db.session.scalars(select(HypeRun).order_by(HypeRun.created_at.desc())).all()
+    return render_template("hype/index.html", runs=runs)
+
+
+def _run_or_404(name: str) -> HypeRun:
+    try:
+        return hype.get_run(name)
+    except hype.HypeError:
+        abort(404)
+
+
+@bp.get("/<name>")
+def run_page(name: str):
+    run = _run_or_404(name)
+    voter = _voter()
+    status, _ = hype.qualification_status(run, voter) if voter else ("none", None)
+    return render_template("hype/run.html", run=run, status=status,
+                           trials=current_app.config["HYPE_INFINITY_TRIALS"],
+                           qualification=current_app.config["HYPE_QUALIFICATION_TRIALS"],
+                           pass_rate=current_app.config["HYPE_QUALIFICATION_PASS"])
+
+
+@bp.post("/<name>/start")
+@limiter.limit(lambda: current_app.config["RATE_LIMIT_SESSIONS"])
+def start(name: str):
+    run = _run_or_404(name)
+    voter = _voter()
+    if voter is None:
+        voter, _ = voters.create_voter()
+        db.session.commit()
+        session.permanent = True
+        session["voter"] = voter.public_id
+    kind = request.form.get("kind", "qualification")
+    try:
+        stage = hype.start_stage(run, voter, kind, np.random.default_rng())
+    except hype.HypeError as exc:
+        return render_template("hype/run.html", run=run, error=str(exc),
+                               status=hype.qualification_status(run, voter)[0],
+                               trials=current_app.config["HYPE_INFINITY_TRIALS"],
+                               qualification=current_app.config["HYPE_QUALIFICATION_TRIALS"],
+                               pass_rate=current_app.config["HYPE_QUALIFICATION_PASS"]), 409
+    return redirect(url_for("hype.stage_page", public_id=stage.public_id), 303)
+
+
+def _owned_stage(public_id: str) -> HypeStage:
+    stage = db.session.scalar(select(HypeStage).where(HypeStage.public_id == public_id))
+    if stage is None:
+        abort(404)
+    voter = _voter()
+    if voter is None or stage.voter_id != voter.id:
+        abort(403)
+    return stage
+
+
+def _render_stage(stage: HypeStage, status: int = 200):
+    trial = hype.next_trial(stage)
+    done, total = hype.stage_progress(stage)
+    context = {"stage": stage, "run": stage.run, "done": done, "total": total,
+               "trial": trial, "url": image_url(trial.image.sha256, "phone") if trial else None}
+    template = "hype/_trial.html" if request.headers.get("HX-Request") == "true" \
+        else "hype/stage.html"
+    response = current_app.make_response((render_template(template, **context), status))
+    response.headers["Vary"] = "HX-Request"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.get("/s/<public_id>")
+def stage_page(public_id: str):
+    return _render_stage(_owned_stage(public_id))
+
+
+@bp.post("/s/<public_id>/answer")
+@limiter.limit(lambda: current_app.config["RATE_LIMIT_VOTES"])
+def answer(public_id: str):
+    stage = _owned_stage(public_id)
+    judged = request.form.get("judged")
+    try:
+        trial_id = int(request.form.get("trial_id", ""))
+    except ValueError:
+        abort(400)
+    if judged not in ("real", "fake"):
+        abort(400)
+    try:
+        hype.answer(stage, trial_id, judged == "real")
+    except hype.HypeError:
+        abort(400)
+    if request.headers.get("HX-Request") == "true":
+        return _render_stage(stage)
+    return redirect(url_for("hype.stage_page", public_id=public_id), 303)
+
+
+@bp.get("/<name>/report")
+def report(name: str):
+    run = _run_or_404(name)
+    scores, tests, qualified = hype.report(run)
+    return render_template("hype/report.html", run=run, scores=scores, tests=tests,
+                           qualified=qualified)
