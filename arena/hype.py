@@ -234,3 +234,35 @@ def report(run: HypeRun, rounds: int = 10_000, seed: int = 0):
         HypeStage.run_id == run.id, HypeStage.kind == "qualification",
         HypeStage.finished_at.is_not(None))).scalar()
     return scores, separability(per_evaluator), {"qualified": qualified, "tried": tried}
+
+
+SCORE_COLUMNS = ("rank", "model", "score", "fakes_error", "reals_error", "std", "ci_low",
+                 "ci_high", "evaluators", "answers")
+
+
+def trials_csv(run: HypeRun, secret: str) -> str:
+    """Answered trials of finished scored stages as CSV (evaluator pseudonym, model, image
+    hash, is_real, judged_real, exposure_ms, block), readable by `arena hype score`."""
+    import csv
+    import io
+
+    from .export import pseudonym
+
+    rows = db.session.execute(
+        select(HypeStage.public_id, GenModel.name, Image.sha256, HypeTrial.is_real,
+               HypeTrial.judged_real, HypeTrial.actual_ms, HypeTrial.block)
+        .join(HypeStage, HypeStage.id == HypeTrial.stage_id)
+        .join(GenModel, GenModel.id == HypeStage.model_id)
+        .join(Image, Image.id == HypeTrial.image_id)
+        .where(HypeStage.run_id == run.id, HypeStage.kind != "qualification",
+               HypeStage.finished_at.is_not(None), HypeTrial.voided.is_(False))
+        .order_by(HypeTrial.id)).all()
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["evaluator", "model", "image", "is_real", "judged_real", "exposure_ms",
+                     "block"])
+    for stage, model, sha, real, judged, exposure, block in rows:
+        writer.writerow([pseudonym(secret, stage), "" if real else model, sha[:16],
+                         int(real), int(judged), "" if exposure is None else f"{exposure:.1f}",
+                         block])
+    return buf.getvalue()

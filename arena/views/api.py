@@ -310,3 +310,55 @@ def upload_image(name: str):
         return jsonify(result.as_dict()), 200 if result.duplicate else 201
     status = 404 if result.reason and result.reason.startswith("no prompt") else 422
     return jsonify(error=result.reason, **result.as_dict()), status
+
+
+# --- HYPE exports --------------------------------------------------------------------------
+
+
+@bp.get("/hype/<name>/scores")
+def hype_scores(name: str):
+    """A HYPE run's table (and separability) as json or csv; analyst token."""
+    from dataclasses import asdict
+
+    from .. import hype
+
+    denied = _analyst_required()
+    if denied:
+        return denied
+    try:
+        run = hype.get_run(name)
+    except hype.HypeError as exc:
+        return error_response(404, str(exc))
+    fmt = request.args.get("format", "json")
+    if fmt not in ("json", "csv"):
+        return error_response(400, "format must be json or csv")
+    scores, tests, qualified = hype.report(run, seed=int(request.args.get("seed", 0)))
+    rows = [asdict(s) for s in scores]
+    if fmt == "csv":
+        import csv as csv_module
+        import io
+
+        buf = io.StringIO()
+        writer = csv_module.DictWriter(buf, fieldnames=list(hype.SCORE_COLUMNS),
+                                       lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return _download(buf.getvalue(), "text/csv", f"hype-{run.id}-scores.csv")
+    return jsonify(run=run.name, mode=run.mode, models=rows, separability=asdict(tests),
+                   evaluators=qualified)
+
+
+@bp.get("/hype/<name>/trials")
+def hype_trials(name: str):
+    """Every answered trial of a run as csv, in the format `arena hype score` reads."""
+    from .. import hype
+
+    denied = _analyst_required()
+    if denied:
+        return denied
+    try:
+        run = hype.get_run(name)
+    except hype.HypeError as exc:
+        return error_response(404, str(exc))
+    return _download(hype.trials_csv(run, current_app.config["SECRET_KEY"]), "text/csv",
+                     f"hype-{run.id}-trials.csv")

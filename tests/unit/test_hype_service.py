@@ -1,4 +1,6 @@
 
+import json
+
 import numpy as np
 import pytest
 from PIL import Image as PILImage
@@ -93,3 +95,31 @@ def test_not_enough_images(run, ctx):
     ctx.config["HYPE_QUALIFICATION_TRIALS"] = 100
     with pytest.raises(hype.HypeError, match="not enough"):
         hype.start_stage(run, evaluator(), "qualification", np.random.default_rng(0))
+
+
+def test_exports_round_trip_through_the_cli_scorer(run, app, tmp_path):
+    from arena import tokens
+
+    for k in range(4):
+        voter = evaluator()
+        answer_all(hype.start_stage(run, voter, "qualification", np.random.default_rng(k)),
+                   lambda t: t.is_real)
+        answer_all(hype.start_stage(run, voter, "infinity", np.random.default_rng(9 + k)),
+                   lambda t: t.is_real or t.image.model.name == "model-1")
+    token = tokens.create_token("ana")
+    client = app.test_client()
+    headers = {"Authorization": f"Bearer {token}"}
+    assert client.get("/api/v1/hype/Pilot/scores").status_code == 401
+    body = client.get("/api/v1/hype/Pilot/scores", headers=headers).json
+    assert [m["model"] for m in body["models"]] == ["model-1", "model-0"]
+    csv_scores = client.get("/api/v1/hype/Pilot/scores?format=csv", headers=headers)
+    assert csv_scores.get_data(as_text=True).startswith("rank,model,score")
+    trials = client.get("/api/v1/hype/Pilot/trials", headers=headers).get_data(as_text=True)
+    assert len(trials.strip().splitlines()) == 1 + 4 * 6
+    path = tmp_path / "trials.csv"
+    path.write_text(trials)
+    result = app.test_cli_runner().invoke(args=["hype", "score", "--trials", str(path),
+                                                "--format", "json", "--rounds", "500"])
+    scored = {m["model"]: m["score"] for m in json.loads(result.output)["models"]}
+    assert scored == {m["model"]: m["score"] for m in body["models"]}
+    assert client.get("/api/v1/hype/Nope/trials", headers=headers).status_code == 404
