@@ -61,6 +61,7 @@ class Defaults:
     HYPE_INFINITY_TRIALS = 100
     HYPE_TIME_BLOCKS = 3
     HYPE_TIME_BLOCK_TRIALS = 150
+    HYPE_STAIRCASE = "weighted"  # or "three-in-a-row" (the paper's words read literally)
 
     # Demo campaign.
     DEMO_PROMPTS = 24

@@ -13,12 +13,15 @@ from pathlib import Path
 
 import numpy as np
 from flask import current_app
+from PIL import Image as PILImage
 from sqlalchemy import func, select, update
 
 from . import images
 from .extensions import db
 from .models import GenModel, HypeRun, HypeStage, HypeTrial, Image, Voter, utcnow
-from .ranking.hype import Trials, score_infinity, separability
+from .ranking.hype import STAIRCASES, Trials, score_infinity, score_time, separability
+from .ranking.masks import phase_scramble
+from .storage import get_storage
 
 KINDS = ("qualification", "infinity", "time")
 
@@ -111,8 +114,10 @@ def start_stage(run: HypeRun, voter: Voter, kind: str, rng: np.random.Generator)
         Too few real or fake images, or an unsupported kind.
     """
     cfg = current_app.config
-    if kind not in ("qualification", "infinity"):
-        raise HypeError(f"{kind} stages are not available yet")
+    if kind not in KINDS:
+        raise HypeError(f"unknown stage kind {kind!r}")
+    if kind != "qualification" and kind != run.mode:
+        raise HypeError(f"this run is HYPE-{run.mode}")
     status, open_stage = qualification_status(run, voter)
     if kind == "qualification":
         if status == "passed":
@@ -137,7 +142,10 @@ def start_stage(run: HypeRun, voter: Voter, kind: str, rng: np.random.Generator)
             HypeStage.kind == kind))
         if existing is not None:
             return existing
-        total = cfg["HYPE_INFINITY_TRIALS"]
+        blocks = cfg["HYPE_TIME_BLOCKS"] if kind == "time" else 1
+        per_block = cfg["HYPE_TIME_BLOCK_TRIALS"] if kind == "time" else cfg[
+            "HYPE_INFINITY_TRIALS"]
+        total = blocks * per_block
         load = dict(db.session.execute(
             select(HypeStage.model_id, func.count()).where(
                 HypeStage.run_id == run.id, HypeStage.kind == kind)
@@ -147,18 +155,68 @@ def start_stage(run: HypeRun, voter: Voter, kind: str, rng: np.random.Generator)
                       f"images of {model.name}")
     reals = _pool(select(Image.id).where(Image.is_real.is_(True)), total - len(fakes), rng,
                   "real images")
-    labelled = [(i, False) for i in fakes] + [(i, True) for i in reals]
-    order = rng.permutation(len(labelled))
     stage = HypeStage(public_id=secrets.token_hex(12), run_id=run.id, voter_id=voter.id,
                       kind=kind, model_id=model.id if model else None)
     db.session.add(stage)
     db.session.flush()
-    for position, k in enumerate(order):
-        image_id, is_real = labelled[k]
-        db.session.add(HypeTrial(stage_id=stage.id, position=position, image_id=image_id,
-                                 is_real=is_real))
+    # each block is half real, half fake, in its own random order
+    n_blocks = cfg["HYPE_TIME_BLOCKS"] if kind == "time" else 1
+    fake_parts = np.array_split(np.array(fakes), n_blocks)
+    real_parts = np.array_split(np.array(reals), n_blocks)
+    position = 0
+    for block, (block_fakes, block_reals) in enumerate(zip(fake_parts, real_parts,
+                                                           strict=True), start=1):
+        labelled = [(int(i), False) for i in block_fakes] + [(int(i), True)
+                                                              for i in block_reals]
+        for k in rng.permutation(len(labelled)):
+            image_id, is_real = labelled[k]
+            db.session.add(HypeTrial(stage_id=stage.id, position=position, block=block,
+                                     image_id=image_id, is_real=is_real))
+            position += 1
+    if kind == "time":
+        ensure_masks(run, rng)
     db.session.commit()
     return stage
+
+
+def staircase():
+    """The configured staircase rule (``HYPE_STAIRCASE``: weighted or three-in-a-row)."""
+    return STAIRCASES[current_app.config["HYPE_STAIRCASE"]]()
+
+
+def requested_exposure(stage: HypeStage, trial: HypeTrial) -> float:
+    """The exposure for ``trial``: the staircase replayed over the answered, non-voided
+    trials of its block (every block starts afresh)."""
+    rule = staircase()
+    state = rule.start()
+    for correct in db.session.scalars(
+            select(HypeTrial.correct).where(
+                HypeTrial.stage_id == stage.id, HypeTrial.block == trial.block,
+                HypeTrial.answered_at.is_not(None), HypeTrial.voided.is_(False),
+                HypeTrial.position < trial.position)
+            .order_by(HypeTrial.position)):
+        state = rule.update(state, bool(correct))
+    return state.exposure_ms
+
+
+def ensure_masks(run: HypeRun, rng: np.random.Generator, count: int = 12) -> list[Image]:
+    """Phase-scrambled masks made from a mix of the run's real and fake images (not
+    committed). Made once per run and served like any image, under opaque hashes."""
+    if len(run.masks) >= count:
+        return run.masks
+    pool = list(db.session.scalars(select(Image).where(
+        (Image.is_real.is_(True)) | (Image.model_id.in_([m.id for m in run.models])))))
+    storage = get_storage()
+    for source in rng.choice(pool, size=min(count, len(pool)), replace=False):
+        with storage.open(images.storage_name(source.sha256, "phone")) as fh:
+            pixels = np.asarray(PILImage.open(fh).convert("RGB"))
+        mask = PILImage.fromarray(phase_scramble(pixels, rng))
+        row, created = images.store_new(mask, model_id=None, prompt_id=None)
+        if not created:  # a flat source scrambles to itself: never reuse a test image
+            continue
+        db.session.flush()
+        run.masks.append(row)
+    return run.masks
 
 
 def next_trial(stage: HypeStage) -> HypeTrial | None:
@@ -174,7 +232,8 @@ def stage_progress(stage: HypeStage) -> tuple[int, int]:
     return done, total
 
 
-def answer(stage: HypeStage, trial_id: int, judged_real: bool) -> bool | None:
+def answer(stage: HypeStage, trial_id: int, judged_real: bool, *,
+           actual_ms: float | None = None, voided: bool = False) -> bool | None:
     """Record an answer (a second answer to the same trial changes nothing); closes the stage
     after its last trial and, for a qualification, decides the pass. Commits. Returns
     whether the answer was correct, or None for a repeat.
@@ -184,9 +243,15 @@ def answer(stage: HypeStage, trial_id: int, judged_real: bool) -> bool | None:
     if trial is None or trial.stage_id != stage.id:
         raise HypeError("no such trial in this task")
     correct = trial.is_real == judged_real
+    values = {"judged_real": judged_real, "correct": correct, "answered_at": utcnow()}
+    if stage.kind == "time":
+        if actual_ms is None and not voided:
+            raise HypeError("a timed trial needs its actual exposure")
+        values.update(requested_ms=requested_exposure(stage, trial), actual_ms=actual_ms,
+                      voided=voided)
     changed = db.session.execute(
         update(HypeTrial).where(HypeTrial.id == trial_id, HypeTrial.answered_at.is_(None))
-        .values(judged_real=judged_real, correct=correct, answered_at=utcnow())).rowcount
+        .values(**values)).rowcount
     if not changed:
         db.session.rollback()
         return None
@@ -210,21 +275,27 @@ def qualification_passed(stage: HypeStage) -> bool:
 def run_trials(run: HypeRun, kind: str = "infinity") -> Trials:
     """The answered, non-voided trials of a run's finished scored stages, for the core."""
     rows = db.session.execute(
-        select(HypeStage.public_id, GenModel.name, HypeTrial.is_real, HypeTrial.judged_real)
+        select(HypeStage.public_id, GenModel.name, HypeTrial.is_real, HypeTrial.judged_real,
+               HypeTrial.actual_ms, HypeTrial.block)
         .join(HypeStage, HypeStage.id == HypeTrial.stage_id)
         .join(GenModel, GenModel.id == HypeStage.model_id)
         .where(HypeStage.run_id == run.id, HypeStage.kind == kind,
                HypeStage.finished_at.is_not(None), HypeTrial.voided.is_(False))
         .order_by(HypeTrial.id)).all()
-    return Trials(np.array([r[0] for r in rows]),
-                  np.array(["" if r[2] else r[1] for r in rows]),
-                  np.array([r[2] for r in rows], bool), np.array([r[3] for r in rows], bool))
+    trials = Trials(np.array([r[0] for r in rows]),
+                    np.array(["" if r[2] else r[1] for r in rows]),
+                    np.array([r[2] for r in rows], bool), np.array([r[3] for r in rows], bool))
+    if kind == "time":
+        trials.exposure_ms = np.array([r[4] for r in rows], float)
+        trials.block = np.array([r[5] for r in rows])
+    return trials
 
 
 def report(run: HypeRun, rounds: int = 10_000, seed: int = 0):
-    """(scores, separability, evaluators qualified / tried) for a HYPE-infinity run."""
-    trials = run_trials(run)
-    scores, per_evaluator = ([], {}) if not len(trials.evaluator) else score_infinity(
+    """(scores, separability, evaluators qualified / tried) for a run of either mode."""
+    trials = run_trials(run, run.mode)
+    scorer = score_infinity if run.mode == "infinity" else score_time
+    scores, per_evaluator = ([], {}) if not len(trials.evaluator) else scorer(
         trials, rounds=rounds, rng=np.random.default_rng(seed))
     qualified = db.session.execute(select(
         func.count(func.distinct(HypeStage.voter_id))).where(

@@ -276,6 +276,13 @@ hype_run_models = db.Table(
 )
 
 
+hype_run_masks = db.Table(
+    "hype_run_mask",
+    db.Column("run_id", ForeignKey("hype_run.id"), primary_key=True),
+    db.Column("image_id", ForeignKey("image.id"), primary_key=True),
+)
+
+
 class HypeRun(db.Model):
     """A HYPE evaluation of some models against a pool of real images."""
 
@@ -287,6 +294,8 @@ class HypeRun(db.Model):
 
     models: Mapped[list[GenModel]] = relationship(secondary=hype_run_models,
                                                   order_by="GenModel.name")
+    # noise masks for HYPE-time, phase-scrambled from the run's own real and fake images
+    masks: Mapped[list[Image]] = relationship(secondary=hype_run_masks)
 
 
 class HypeStage(db.Model):

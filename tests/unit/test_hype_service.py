@@ -1,4 +1,3 @@
-
 import json
 
 import numpy as np
@@ -123,3 +122,41 @@ def test_exports_round_trip_through_the_cli_scorer(run, app, tmp_path):
     scored = {m["model"]: m["score"] for m in json.loads(result.output)["models"]}
     assert scored == {m["model"]: m["score"] for m in body["models"]}
     assert client.get("/api/v1/hype/Nope/trials", headers=headers).status_code == 404
+
+
+def test_time_stage_blocks_staircase_masks_and_scores(ctx, run):
+    ctx.config.update(HYPE_TIME_BLOCKS=2, HYPE_TIME_BLOCK_TRIALS=4)
+    time_run = hype.create_run("Timed", "time", ["model-0", "model-1"])
+    voter = evaluator()
+    with pytest.raises(hype.HypeError, match="HYPE-time"):
+        hype.start_stage(time_run, voter, "infinity", np.random.default_rng(0))
+    answer_all(hype.start_stage(time_run, voter, "qualification", np.random.default_rng(0)),
+               lambda t: t.is_real)
+    stage = hype.start_stage(time_run, voter, "time", np.random.default_rng(1))
+    trials = db.session.scalars(select(HypeTrial).where(HypeTrial.stage_id == stage.id)
+                                .order_by(HypeTrial.position)).all()
+    assert [t.block for t in trials] == [1] * 4 + [2] * 4
+    assert all(sum(t.is_real for t in trials if t.block == b) == 2 for b in (1, 2))
+    assert 0 < len(time_run.masks) <= 12
+    assert all(m.model_id is None and not m.is_real for m in time_run.masks)
+    first = hype.next_trial(stage)
+    assert hype.requested_exposure(stage, first) == 500
+    with pytest.raises(hype.HypeError, match="actual exposure"):
+        hype.answer(stage, first.id, first.is_real)
+    hype.answer(stage, first.id, first.is_real, actual_ms=483.3)  # right: 10 ms shorter
+    second = hype.next_trial(stage)
+    assert hype.requested_exposure(stage, second) == 490
+    hype.answer(stage, second.id, not second.is_real, actual_ms=490)  # wrong: 30 ms longer
+    third = hype.next_trial(stage)
+    assert hype.requested_exposure(stage, third) == 520
+    hype.answer(stage, third.id, True, voided=True)  # a hidden tab: does not move it
+    fourth = hype.next_trial(stage)
+    assert hype.requested_exposure(stage, fourth) == 520
+    hype.answer(stage, fourth.id, fourth.is_real, actual_ms=516.7)
+    fifth = hype.next_trial(stage)
+    assert fifth.block == 2 and hype.requested_exposure(stage, fifth) == 500  # fresh block
+    while (trial := hype.next_trial(stage)) is not None:
+        hype.answer(stage, trial.id, trial.is_real,
+                    actual_ms=hype.requested_exposure(stage, trial))
+    scores, _tests, _ = hype.report(time_run, rounds=200)
+    assert len(scores) == 1 and 400 < scores[0].score < 520
