@@ -337,3 +337,10 @@ def trials_csv(run: HypeRun, secret: str) -> str:
                          int(real), int(judged), "" if exposure is None else f"{exposure:.1f}",
                          block])
     return buf.getvalue()
+
+
+def last_feedback(stage: HypeStage) -> bool | None:
+    """Whether the latest answered, non-voided trial was right (HYPE-time gives feedback)."""
+    return db.session.scalar(select(HypeTrial.correct).where(
+        HypeTrial.stage_id == stage.id, HypeTrial.answered_at.is_not(None))
+        .order_by(HypeTrial.position.desc()).limit(1))

@@ -89,8 +89,20 @@ def _render_stage(stage: HypeStage, status: int = 200):
     done, total = hype.stage_progress(stage)
     context = {"stage": stage, "run": stage.run, "done": done, "total": total,
                "trial": trial, "url": image_url(trial.image.sha256, "phone") if trial else None}
-    template = "hype/_trial.html" if request.headers.get("HX-Request") == "true" \
-        else "hype/stage.html"
+    partial = "hype/_trial.html"
+    if stage.kind == "time":
+        partial = "hype/_timed.html"
+        rng = np.random.default_rng()
+        masks = list(stage.run.masks)
+        chosen = [masks[int(i)] for i in rng.choice(len(masks), size=min(4, len(masks)),
+                                                   replace=False)] if masks else []
+        context.update(
+            partial=partial, blocks=current_app.config["HYPE_TIME_BLOCKS"],
+            requested=hype.requested_exposure(stage, trial) if trial else None,
+            masks=[image_url(m.sha256, "phone") for m in chosen],
+            feedback=hype.last_feedback(stage))
+    context["partial"] = partial
+    template = partial if request.headers.get("HX-Request") == "true" else "hype/stage.html"
     response = current_app.make_response((render_template(template, **context), status))
     response.headers["Vary"] = "HX-Request"
     response.headers["Cache-Control"] = "no-store"
@@ -113,8 +125,16 @@ def answer(public_id: str):
         abort(400)
     if judged not in ("real", "fake"):
         abort(400)
+    actual_ms, voided = None, request.form.get("voided") == "1"
+    if stage.kind == "time":
+        try:
+            actual_ms = float(request.form.get("actual_ms", ""))
+        except ValueError:
+            abort(400)
+        if not 0 < actual_ms < 10_000:
+            abort(400)
     try:
-        hype.answer(stage, trial_id, judged == "real")
+        hype.answer(stage, trial_id, judged == "real", actual_ms=actual_ms, voided=voided)
     except hype.HypeError:
         abort(400)
     if request.headers.get("HX-Request") == "true":

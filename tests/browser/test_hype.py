@@ -1,5 +1,6 @@
 """A HYPE evaluator on a phone: qualification, then the HYPE-infinity task, then the report."""
 
+import numpy as np
 from PIL import Image as PILImage
 from sqlalchemy import func, select
 
@@ -45,3 +46,47 @@ def test_qualify_then_judge_then_report(app, live_server, phone, tmp_path):
     row = phone.locator("table.ranking tbody tr").first.inner_text()
     # always "Fake": every real image was wrong, every fake right -> 50%, reals error 100%
     assert "50.00%" in row and "100.00%" in row
+
+
+def test_hype_time_block_with_real_frame_timing(app, live_server, phone, tmp_path):
+    app.config.update(HYPE_QUALIFICATION_TRIALS=4, HYPE_QUALIFICATION_PASS=0.0,
+                      HYPE_TIME_BLOCKS=1, HYPE_TIME_BLOCK_TRIALS=4)
+    reals = tmp_path / "reals"
+    reals.mkdir()
+    rng = np.random.default_rng(0)
+    for k in range(8):  # textured images, so the masks are real noise
+        pixels = rng.integers(0, 255, (48, 48, 3)).astype("uint8")
+        PILImage.fromarray(pixels).save(reals / f"{k}.png")
+    with app.app_context():
+        make_campaign(n_prompts=2, n_models=2, images_per_model=3, gold=False)
+        hype.import_reals(reals)
+        hype.create_run("Timed", "time", ["model-0", "model-1"])
+    phone.goto(live_server + "/hype/Timed")
+    phone.get_by_role("button", name="Start the check").tap()
+    for k in range(4):
+        phone.get_by_text(f"Check {k + 1} of 4").wait_for()
+        phone.get_by_role("button", name="Fake").tap()
+    phone.get_by_role("link", name="Continue").tap()
+    phone.get_by_role("button", name="Start the task").tap()
+    for k in range(4):
+        phone.get_by_text(f"image {k + 1} of 4").wait_for()
+        phone.get_by_role("button", name="Show the next image").tap()
+        phone.locator(".answers:not([hidden]) button[data-judged=real]").wait_for()
+        # feedback on the previous answer is shown from the second image on
+        assert phone.locator(".feedback").count() == (1 if k else 0)
+        phone.get_by_role("button", name="Real").tap()
+    phone.get_by_role("heading", name="Thank you!").wait_for()
+    with app.app_context():
+        trials = db.session.scalars(select(HypeTrial).where(HypeTrial.requested_ms.is_not(None))
+                                    .order_by(HypeTrial.position)).all()
+        assert len(trials) == 4
+        # always "Real": the staircase moves 10 ms down after each real image, 30 up after
+        # each fake, starting at 500 ms in the block
+        expected, exposure = [], 500.0
+        for t in trials:
+            expected.append(exposure)
+            exposure += -10 if t.is_real else 30
+        assert [t.requested_ms for t in trials] == expected
+        for t in trials:  # shown for whole frames: within two frames of the request
+            assert t.voided or abs(t.actual_ms - t.requested_ms) < 40, (t.actual_ms,
+                                                                        t.requested_ms)
