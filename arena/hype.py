@@ -19,7 +19,14 @@ from sqlalchemy import func, select, update
 from . import images
 from .extensions import db
 from .models import GenModel, HypeRun, HypeStage, HypeTrial, Image, Voter, utcnow
-from .ranking.hype import STAIRCASES, Trials, score_infinity, score_time, separability
+from .ranking.hype import (
+    STAIRCASES,
+    Trials,
+    evaluator_models,
+    score_infinity,
+    score_time,
+    separability,
+)
 from .ranking.masks import phase_scramble
 from .storage import get_storage
 
@@ -344,3 +351,20 @@ def last_feedback(stage: HypeStage) -> bool | None:
     return db.session.scalar(select(HypeTrial.correct).where(
         HypeTrial.stage_id == stage.id, HypeTrial.answered_at.is_not(None))
         .order_by(HypeTrial.position.desc()).limit(1))
+
+
+def psychometric(run: HypeRun, bin_ms: float = 100.0) -> dict[str, list[tuple[float, float, int]]]:
+    """Accuracy by actual exposure per model (HYPE-time), for the report's chart."""
+    from .ranking.hype import psychometric_curve
+
+    trials = run_trials(run, "time")
+    if not len(trials.evaluator):
+        return {}
+    belongs = evaluator_models(trials)
+    curves = {}
+    for model in sorted(set(belongs.values())):
+        mask = np.isin(trials.evaluator, [e for e, m in belongs.items() if m == model])
+        curves[model] = psychometric_curve(trials.exposure_ms[mask], trials.correct[mask],
+                                           bin_ms)
+    return curves
+

@@ -66,3 +66,29 @@ def heatmap(ranking: Ranking, cell: int = 44, label: int = 150) -> dict:
     return {"cells": cells, "labels": labels, "size": len(names), "cell": cell,
             "label_width": label, "width": label + len(names) * cell + 4,
             "height": 24 + len(names) * cell + 4}
+
+
+PALETTE = ("#3548e0", "#ce3e32", "#1c7c3c", "#b8860b", "#7b3fa0", "#0f8b8d")
+
+
+def psychometric_chart(curves: dict, width: int = 420, height: int = 220) -> dict:
+    """Lines of accuracy (50-100%) against exposure (100-1000 ms), one per model."""
+    left, right, top, bottom = 40, 10, 10, 28
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def x(ms):
+        return round(left + (min(max(ms, 100), 1000) - 100) / 900 * plot_w, 1)
+
+    def y(acc):
+        return round(top + (1 - (max(acc, 0.5) - 0.5) / 0.5) * plot_h, 1)
+
+    lines = []
+    for k, (model, points) in enumerate(curves.items()):
+        coords = [(x(ms), y(acc), n) for ms, acc, n in points]
+        lines.append({"model": model, "colour": PALETTE[k % len(PALETTE)],
+                      "points": " ".join(f"{a},{b}" for a, b, _ in coords),
+                      "dots": coords, "legend_y": top + 14 * k + 10})
+    return {"width": width, "height": height, "lines": lines,
+            "x_ticks": [{"x": x(v), "label": v} for v in (100, 300, 500, 700, 1000)],
+            "y_ticks": [{"y": y(v / 100), "label": f"{v}%"} for v in (50, 75, 100)],
+            "left": left, "bottom": height - bottom}

@@ -19,6 +19,7 @@ from sqlalchemy import select
 from .. import hype, voters
 from ..extensions import db, limiter
 from ..models import HypeRun, HypeStage
+from .charts import psychometric_chart
 from .images import image_url
 
 bp = Blueprint("hype", __name__, url_prefix="/hype")
@@ -146,5 +147,6 @@ def answer(public_id: str):
 def report(name: str):
     run = _run_or_404(name)
     scores, tests, qualified = hype.report(run)
+    chart = psychometric_chart(hype.psychometric(run)) if run.mode == "time" else None
     return render_template("hype/report.html", run=run, scores=scores, tests=tests,
-                           qualified=qualified)
+                           qualified=qualified, chart=chart)

@@ -90,3 +90,7 @@ def test_hype_time_block_with_real_frame_timing(app, live_server, phone, tmp_pat
         for t in trials:  # shown for whole frames: within two frames of the request
             assert t.voided or abs(t.actual_ms - t.requested_ms) < 40, (t.actual_ms,
                                                                         t.requested_ms)
+    phone.goto(live_server + "/hype/Timed/report")
+    assert "HYPE-time" in phone.locator("h1").inner_text()
+    assert phone.locator("svg[aria-label='Psychometric curves'] polyline").count() == 1
+    assert " ms" in phone.locator("table.ranking tbody tr").first.inner_text()
