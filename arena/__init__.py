@@ -170,6 +170,20 @@ def configure_errorhandlers(app: Flask) -> None:
     def csrf_failed(exc):
         return handle(400, "Your form expired. Please go back, reload the page and try again.")
 
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
+    @app.errorhandler(OperationalError)
+    @app.errorhandler(ProgrammingError)
+    def database_error(exc):
+        message = str(getattr(exc, "orig", exc)).lower()
+        missing = ("no such table", "unable to open database", "does not exist",
+                   "undefinedtable")
+        app.logger.error("database error: %s", exc)
+        if any(m in message for m in missing):
+            return handle(503, "The database is not set up yet. The operator should run "
+                          "`arena db upgrade` (or `arena demo`).")
+        return handle(503, "The database is unavailable right now. Please try again.")
+
     @app.errorhandler(500)
     def server_error(exc):
         return handle(500, "Something went wrong on our side. Please try again.")

@@ -175,3 +175,19 @@ def test_criterion_links_start_that_criterion(client, web_campaign, app):
     assert response.status_code == 303
     bad = client.post("/start", data={"csrf_token": csrf_token(html), "criterion": "beauty"})
     assert bad.status_code == 422
+
+
+def test_uninitialised_database_gets_a_clear_503(tmp_path):
+    from arena import create_app
+
+    app = create_app({"TESTING": True, "SECRET_KEY": "x", "INSTANCE_PATH": str(tmp_path),
+                      "DATABASE_URL": f"sqlite:///{tmp_path / 'empty.sqlite3'}"})
+    client = app.test_client()
+    page = client.get("/leaderboard")
+    assert page.status_code == 503 and "arena db upgrade" in page.get_data(as_text=True)
+    api = client.get("/api/v1/leaderboard?criterion=preference")
+    assert api.status_code == 503 and "arena db upgrade" in api.json["error"]
+    with app.app_context():
+        from arena.extensions import db
+
+        db.engine.dispose()
