@@ -17,6 +17,7 @@ from sqlalchemy.orm import aliased
 
 from . import comparisons, images, prompts
 from .config import CRITERIA
+from .database import at_most
 from .extensions import db
 from .models import (
     Campaign,
@@ -186,11 +187,8 @@ def progress(campaign: Campaign, now=None) -> Progress:
     for criterion in campaign.criteria_list:
         n, collected, needed = db.session.execute(
             select(func.count(),
-                   func.coalesce(func.sum(func.min(Comparison.votes_count,
-                                                   Comparison.target_votes)
-                                          if db.engine.dialect.name == "sqlite" else
-                                          func.least(Comparison.votes_count,
-                                                     Comparison.target_votes)), 0),
+                   func.coalesce(func.sum(at_most(Comparison.votes_count,
+                                                  Comparison.target_votes)), 0),
                    func.coalesce(func.sum(Comparison.target_votes), 0))
             .where(Comparison.criterion == criterion, *regular)).one()
         result.criteria.append({"criterion": criterion, "comparisons": n,

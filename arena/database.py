@@ -14,7 +14,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import TypeVar
 
-from sqlalchemy import event
+from sqlalchemy import case, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
@@ -81,3 +81,13 @@ def retry_on_lock(fn: Callable[[], T], attempts: int = 5) -> T:
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+def at_most(expr, limit):
+    """SQL ``min(expr, limit)`` that reads the same on SQLite and PostgreSQL."""
+    return case((expr > limit, limit), else_=expr)
+
+
+def at_least(expr, limit):
+    """SQL ``max(expr, limit)`` that reads the same on SQLite and PostgreSQL."""
+    return case((expr < limit, limit), else_=expr)

@@ -23,6 +23,7 @@ from .ranking.hype import (
     STAIRCASES,
     Trials,
     evaluator_models,
+    psychometric_curve,
     score_infinity,
     score_time,
     separability,
@@ -126,6 +127,7 @@ def start_stage(run: HypeRun, voter: Voter, kind: str, rng: np.random.Generator)
     if kind != "qualification" and kind != run.mode:
         raise HypeError(f"this run is HYPE-{run.mode}")
     status, open_stage = qualification_status(run, voter)
+    n_blocks = cfg["HYPE_TIME_BLOCKS"] if kind == "time" else 1
     if kind == "qualification":
         if status == "passed":
             raise HypeError("already qualified")
@@ -149,10 +151,9 @@ def start_stage(run: HypeRun, voter: Voter, kind: str, rng: np.random.Generator)
             HypeStage.kind == kind))
         if existing is not None:
             return existing
-        blocks = cfg["HYPE_TIME_BLOCKS"] if kind == "time" else 1
         per_block = cfg["HYPE_TIME_BLOCK_TRIALS"] if kind == "time" else cfg[
             "HYPE_INFINITY_TRIALS"]
-        total = blocks * per_block
+        total = n_blocks * per_block
         load = dict(db.session.execute(
             select(HypeStage.model_id, func.count()).where(
                 HypeStage.run_id == run.id, HypeStage.kind == kind)
@@ -167,7 +168,6 @@ def start_stage(run: HypeRun, voter: Voter, kind: str, rng: np.random.Generator)
     db.session.add(stage)
     db.session.flush()
     # each block is half real, half fake, in its own random order
-    n_blocks = cfg["HYPE_TIME_BLOCKS"] if kind == "time" else 1
     fake_parts = np.array_split(np.array(fakes), n_blocks)
     real_parts = np.array_split(np.array(reals), n_blocks)
     position = 0
@@ -355,8 +355,6 @@ def last_feedback(stage: HypeStage) -> bool | None:
 
 def psychometric(run: HypeRun, bin_ms: float = 100.0) -> dict[str, list[tuple[float, float, int]]]:
     """Accuracy by actual exposure per model (HYPE-time), for the report's chart."""
-    from .ranking.hype import psychometric_curve
-
     trials = run_trials(run, "time")
     if not len(trials.evaluator):
         return {}

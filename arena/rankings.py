@@ -68,6 +68,29 @@ class Slice:
         return {k: v for k, v in asdict(self).items() if v not in (None, False)}
 
 
+SLICE_ARGS = ("age_group", "gender", "continent", "country", "category", "since", "until",
+              "trusted_only")
+
+
+def slice_from_args(args) -> Slice:
+    """A Slice from query-string values (empty ones ignored); raises RankingError."""
+    values = {}
+    for name in SLICE_ARGS:
+        raw = (args.get(name) or "").strip()
+        if not raw:
+            continue
+        if name in ("since", "until"):
+            try:
+                values[name] = datetime.fromisoformat(raw).replace(tzinfo=None)
+            except ValueError as exc:
+                raise RankingError(f"{name}: use a date like 2026-11-01 (ISO format)") from exc
+        elif name == "trusted_only":
+            values[name] = raw.lower() in ("1", "true", "yes", "on")
+        else:
+            values[name] = raw.upper() if name in ("country", "continent") else raw
+    return Slice(**values)
+
+
 @dataclass
 class RankedModel:
     rank: int

@@ -17,7 +17,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from .config import CRITERIA
-from .database import retry_on_lock, write_transaction
+from .database import at_least, at_most, retry_on_lock, write_transaction
 from .extensions import db
 from .models import Comparison, EloRating, GenModel, Image, Task, Vote, Voter, utcnow
 from .ranking.elo import EloParams, elo_update
@@ -182,16 +182,12 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None) -> VoteResul
                 if correct:
                     values = {
                         "validations_passed": Voter.validations_passed + 1,
-                        "trust": func.min(1.0, Voter.trust + cfg["TRUST_REWARD"])
-                        if db.engine.dialect.name == "sqlite"
-                        else func.least(1.0, Voter.trust + cfg["TRUST_REWARD"]),
+                        "trust": at_most(Voter.trust + cfg["TRUST_REWARD"], 1.0),
                     }
                 else:
                     values = {
                         "validations_failed": Voter.validations_failed + 1,
-                        "trust": func.max(0.0, Voter.trust - cfg["TRUST_PENALTY"])
-                        if db.engine.dialect.name == "sqlite"
-                        else func.greatest(0.0, Voter.trust - cfg["TRUST_PENALTY"]),
+                        "trust": at_least(Voter.trust - cfg["TRUST_PENALTY"], 0.0),
                     }
                 db.session.execute(update(Voter).where(Voter.id == voter_id).values(**values))
         return VoteResult(accepted=True, validation_failed=correct is False)

@@ -5,39 +5,16 @@ Intervals here come from the Fisher information (instant); exports use the boots
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from flask import Blueprint, current_app, render_template, request
 
 from ..config import CRITERIA, QUESTIONS
 from ..extensions import db
 from ..models import Prompt
-from ..rankings import RankingError, Slice, rank_models
+from ..rankings import RankingError, rank_models, slice_from_args
 from ..voters import AGE_GROUPS, CONTINENTS, GENDERS
 from .charts import heatmap, interval_chart
 
 bp = Blueprint("board", __name__)
-FILTERS = ("continent", "age_group", "gender", "category", "since", "until")
-
-
-def _slice(args) -> Slice:
-    values = {}
-    for name in FILTERS:
-        raw = (args.get(name) or "").strip()
-        if not raw:
-            continue
-        if name in ("since", "until"):
-            try:
-                values[name] = datetime.fromisoformat(raw)
-            except ValueError as exc:
-                raise RankingError(f"{name}: use a date like 2026-11-01") from exc
-        else:
-            values[name] = raw
-    if args.get("trusted_only"):
-        values["trusted_only"] = True
-    return Slice(**values)
-
-
 @bp.get("/leaderboard")
 def leaderboard():
     criterion = request.args.get("criterion", "preference")
@@ -45,7 +22,7 @@ def leaderboard():
         criterion = "preference"
     error, ranking = None, None
     try:
-        ranking = rank_models(criterion, intervals="fisher", slice_=_slice(request.args),
+        ranking = rank_models(criterion, intervals="fisher", slice_=slice_from_args(request.args),
                               poststratify=bool(request.args.get("poststratify")))
     except RankingError as exc:
         error = str(exc)

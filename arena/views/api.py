@@ -9,17 +9,16 @@ the API needs no CSRF token.
 from __future__ import annotations
 
 import tempfile
-from datetime import datetime
 
 import numpy as np
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
 
-from .. import export, ingest, matchmaking, owners, tokens, voters, voting
+from .. import export, hype, ingest, matchmaking, owners, tokens, voters, voting
 from ..config import CRITERIA, QUESTIONS
 from ..extensions import csrf, db, limiter
 from ..leaderboard import elo_leaderboard
 from ..models import Prompt, PromptSet
-from ..rankings import RankingError, Slice, rank_models, win_matrix
+from ..rankings import SLICE_ARGS, RankingError, rank_models, slice_from_args, win_matrix
 from .presenters import task_view
 
 bp = Blueprint("api", __name__)
@@ -121,35 +120,12 @@ def vote(task_id: int):
     return jsonify(accepted=True, validation_failed=result.validation_failed), 201
 
 
-SLICE_ARGS = ("age_group", "gender", "continent", "country", "category", "since", "until",
-              "trusted_only")
-
-
 def _analyst_required():
     """None if the request carries an active analyst token, else the 401 response."""
     if tokens.check_token(_bearer_token()) is None:
         return error_response(401, "an analyst token is required: 'Authorization: Bearer "
                               "<token>' (create one with `arena token create NAME`)")
     return None
-
-
-def _slice_from_args() -> Slice:
-    """Slice filters from the query string; raises RankingError on bad values."""
-    values = {}
-    for name in SLICE_ARGS:
-        raw = request.args.get(name)
-        if raw in (None, ""):
-            continue
-        if name in ("since", "until"):
-            try:
-                values[name] = datetime.fromisoformat(raw).replace(tzinfo=None)
-            except ValueError as exc:
-                raise RankingError(f"{name} must be an ISO date or date-time") from exc
-        elif name == "trusted_only":
-            values[name] = raw.lower() in ("1", "true", "yes")
-        else:
-            values[name] = raw.upper() if name in ("country", "continent") else raw
-    return Slice(**values)
 
 
 def _download(body, mimetype: str, filename: str):
@@ -192,7 +168,7 @@ def leaderboard():
     except ValueError:
         return error_response(400, "bootstrap must be an integer from 0 to 10000")
     try:
-        ranking = rank_models(criterion, method=method, rounds=rounds, slice_=_slice_from_args(),
+        ranking = rank_models(criterion, method=method, rounds=rounds, slice_=slice_from_args(request.args),
                               rng=np.random.default_rng(int(request.args.get("seed", 0))),
                               intervals=request.args.get("intervals", "bootstrap"),
                               poststratify=request.args.get("poststratify") in ("1", "true"))
@@ -221,7 +197,7 @@ def matrix():
     if criterion not in CRITERIA:
         return error_response(400, f"criterion must be one of {', '.join(CRITERIA)}")
     try:
-        _, names, wins = win_matrix(criterion, _slice_from_args())
+        _, names, wins = win_matrix(criterion, slice_from_args(request.args))
     except RankingError as exc:
         return error_response(400, str(exc))
     return jsonify(criterion=criterion, models=names, wins=wins.astype(int).tolist())
@@ -315,20 +291,25 @@ def upload_image(name: str):
 # --- HYPE exports --------------------------------------------------------------------------
 
 
+def _hype_run_for_analyst(name: str):
+    """(run, None), or (None, the 401/404 response)."""
+    denied = _analyst_required()
+    if denied:
+        return None, denied
+    try:
+        return hype.get_run(name), None
+    except hype.HypeError as exc:
+        return None, error_response(404, str(exc))
+
+
 @bp.get("/hype/<name>/scores")
 def hype_scores(name: str):
     """A HYPE run's table (and separability) as json or csv; analyst token."""
     from dataclasses import asdict
 
-    from .. import hype
-
-    denied = _analyst_required()
-    if denied:
-        return denied
-    try:
-        run = hype.get_run(name)
-    except hype.HypeError as exc:
-        return error_response(404, str(exc))
+    run, refused = _hype_run_for_analyst(name)
+    if refused:
+        return refused
     fmt = request.args.get("format", "json")
     if fmt not in ("json", "csv"):
         return error_response(400, "format must be json or csv")
@@ -351,14 +332,8 @@ def hype_scores(name: str):
 @bp.get("/hype/<name>/trials")
 def hype_trials(name: str):
     """Every answered trial of a run as csv, in the format `arena hype score` reads."""
-    from .. import hype
-
-    denied = _analyst_required()
-    if denied:
-        return denied
-    try:
-        run = hype.get_run(name)
-    except hype.HypeError as exc:
-        return error_response(404, str(exc))
+    run, refused = _hype_run_for_analyst(name)
+    if refused:
+        return refused
     return _download(hype.trials_csv(run, current_app.config["SECRET_KEY"]), "text/csv",
                      f"hype-{run.id}-trials.csv")

@@ -42,15 +42,18 @@ def _run_or_404(name: str) -> HypeRun:
         abort(404)
 
 
+def _render_run(run: HypeRun, voter, error: str | None = None, status: int = 200):
+    state, _ = hype.qualification_status(run, voter) if voter else ("none", None)
+    cfg = current_app.config
+    return render_template("hype/run.html", run=run, status=state, error=error,
+                           trials=cfg["HYPE_INFINITY_TRIALS"],
+                           qualification=cfg["HYPE_QUALIFICATION_TRIALS"],
+                           pass_rate=cfg["HYPE_QUALIFICATION_PASS"]), status
+
+
 @bp.get("/<name>")
 def run_page(name: str):
-    run = _run_or_404(name)
-    voter = _voter()
-    status, _ = hype.qualification_status(run, voter) if voter else ("none", None)
-    return render_template("hype/run.html", run=run, status=status,
-                           trials=current_app.config["HYPE_INFINITY_TRIALS"],
-                           qualification=current_app.config["HYPE_QUALIFICATION_TRIALS"],
-                           pass_rate=current_app.config["HYPE_QUALIFICATION_PASS"])
+    return _render_run(_run_or_404(name), _voter())
 
 
 @bp.post("/<name>/start")
@@ -67,11 +70,7 @@ def start(name: str):
     try:
         stage = hype.start_stage(run, voter, kind, np.random.default_rng())
     except hype.HypeError as exc:
-        return render_template("hype/run.html", run=run, error=str(exc),
-                               status=hype.qualification_status(run, voter)[0],
-                               trials=current_app.config["HYPE_INFINITY_TRIALS"],
-                               qualification=current_app.config["HYPE_QUALIFICATION_TRIALS"],
-                               pass_rate=current_app.config["HYPE_QUALIFICATION_PASS"]), 409
+        return _render_run(run, voter, error=str(exc), status=409)
     return redirect(url_for("hype.stage_page", public_id=stage.public_id), 303)
 
 

@@ -89,12 +89,15 @@ def register():
     return redirect(url_for("owner.model_page", name=model.name), 303)
 
 
+def _render_model(model, status: int = 200, **extra):
+    return render_template("owner/model.html", model=model, stats=owners.model_stats(model),
+                           max_bytes=current_app.config["IMAGE_MAX_BYTES"], **extra), status
+
+
 @bp.get("/models/<name>")
 @owner_required
 def model_page(name: str):
-    model = _model_or_404(name)
-    return render_template("owner/model.html", model=model, stats=owners.model_stats(model),
-                           max_bytes=current_app.config["IMAGE_MAX_BYTES"])
+    return _render_model(_model_or_404(name))
 
 
 @bp.post("/models/<name>/upload")
@@ -109,9 +112,7 @@ def upload(name: str):
             try:
                 rows = ingest.read_manifest(f.read().decode("utf-8-sig"), "manifest.csv")
             except (ingest.ManifestError, UnicodeDecodeError) as exc:
-                return render_template("owner/model.html", model=model, error=str(exc),
-                                       stats=owners.model_stats(model),
-                                       max_bytes=current_app.config["IMAGE_MAX_BYTES"]), 422
+                return _render_model(model, 422, error=str(exc))
             manifest = {rel: pid for _, pid, rel in rows}
     results = []
     for f in files:
@@ -129,8 +130,6 @@ def upload(name: str):
         response = current_app.make_response(
             render_template("owner/_results.html", results=results))
     else:
-        response = current_app.make_response(render_template(
-            "owner/model.html", model=model, stats=owners.model_stats(model), results=results,
-            max_bytes=current_app.config["IMAGE_MAX_BYTES"]))
+        response = current_app.make_response(_render_model(model, results=results))
     response.headers["Vary"] = "HX-Request"
     return response
