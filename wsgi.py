@@ -1,5 +1,7 @@
-"""WSGI entry point: ``gunicorn wsgi:app`` (or ``arena serve``)."""
+"""WSGI entry point: ``gunicorn wsgi:app`` (or ``arena serve``).
 
-from arena import create_app
+Refuses to start without persistent secret keys (see ``arena.wsgi_app``)."""
 
-app = create_app()
+from arena import wsgi_app
+
+app = wsgi_app()

@@ -10,11 +10,13 @@ import os
 import secrets
 from pathlib import Path
 
-from flask import Flask, jsonify, render_template, request
+from flask import Flask
 
-from .config import Defaults
+from arena.config import PACKAGE_DIR, SECRET_SETTINGS, Defaults
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+
+class EphemeralSecretError(RuntimeError):
+    """Serving was asked for with secrets that exist only in this process."""
 
 
 def _resource_dir(name: str) -> str:
@@ -34,12 +36,34 @@ def create_app(config: dict | None = None) -> Flask:
         static_folder=_resource_dir("static"),
     )
     configure_app(app, config)
+    configure_proxies(app)
     configure_extensions(app)
     configure_blueprints(app)
     configure_templates(app)
     configure_security_headers(app)
     configure_errorhandlers(app)
+    configure_events()
     configure_cli(app)
+    return app
+
+
+def wsgi_app() -> Flask:
+    """The app for a server (``gunicorn wsgi:app``, ``arena serve``).
+
+    Raises
+    ------
+    EphemeralSecretError
+        When a secret is not configured: each server process would make up its own, so a
+        session signed by one worker would be refused by the next.
+    """
+    app = create_app()
+    missing = app.config.get("EPHEMERAL_SECRETS")
+    if missing:
+        raise EphemeralSecretError(
+            f"Arena will not serve without a persistent {' and '.join(missing)}: every worker "
+            "would invent its own and sessions would break between them. Run `arena serve` "
+            "or `arena demo` once (they write the keys to instance/config.py), or set "
+            + " and ".join(f"ARENA_{k}" for k in missing) + ".")
     return app
 
 
@@ -66,20 +90,33 @@ def configure_app(app: Flask, config: dict | None) -> None:
             "pool_pre_ping": True,
             **app.config["SQLALCHEMY_ENGINE_OPTIONS"],
         }
-    if not app.config.get("SECRET_KEY"):
-        # Good enough for one-off CLI commands; `arena serve` writes a persistent key to
-        # instance/config.py before any server starts, so sessions survive restarts.
-        app.config["SECRET_KEY"] = secrets.token_hex(32)
-        app.config["SECRET_KEY_EPHEMERAL"] = True
+    for key in SECRET_SETTINGS:
+        if not app.config.get(key):
+            # Good enough for one-off CLI commands; `arena serve` and `arena demo` write
+            # persistent keys to instance/config.py, and serving refuses to start without
+            # them (see wsgi_app), so every worker signs and pseudonymises alike.
+            app.config[key] = secrets.token_hex(32)
+            app.config.setdefault("EPHEMERAL_SECRETS", []).append(key)
     app.config.setdefault("IMAGE_DIR", None)
     if not app.config["IMAGE_DIR"]:
         app.config["IMAGE_DIR"] = os.path.join(app.instance_path, "images")
 
 
+def configure_proxies(app: Flask) -> None:
+    """Behind ``TRUSTED_PROXIES`` reverse proxies, take the client address, scheme and host
+    from their X-Forwarded-* headers (rate limits key on the real client, not the proxy).
+    With 0 (the default) those headers are ignored: anyone could forge them."""
+    hops = int(app.config["TRUSTED_PROXIES"])
+    if hops > 0:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)
+
+
 def configure_extensions(app: Flask) -> None:
-    from . import database  # noqa: F401  (registers the SQLite engine hooks)
-    from .extensions import csrf, db, limiter, migrate
-    from .storage import LocalStorage
+    from arena.extensions import csrf, db, limiter, migrate
+    from arena.infra import database  # noqa: F401  (registers the SQLite engine hooks)
+    from arena.infra.storage import LocalStorage
 
     db.init_app(app)
     migrate.init_app(app, db, directory=str(PACKAGE_DIR / "migrations"), render_as_batch=True)
@@ -89,14 +126,14 @@ def configure_extensions(app: Flask) -> None:
 
 
 def configure_blueprints(app: Flask) -> None:
-    from .views import admin, analyst, api, campaign, hype, images, owner, voter
+    from arena.web import admin, api, board, campaign, hype, images, owner, voter
 
     app.register_blueprint(voter.bp)
     app.register_blueprint(hype.bp)
     app.register_blueprint(admin.bp)
     app.register_blueprint(campaign.bp)
     app.register_blueprint(owner.bp)
-    app.register_blueprint(analyst.bp)
+    app.register_blueprint(board.bp)
     app.register_blueprint(images.bp)
     app.register_blueprint(api.bp, url_prefix="/api/v1")
 
@@ -139,57 +176,23 @@ def configure_security_headers(app: Flask) -> None:
 
 
 def configure_errorhandlers(app: Flask) -> None:
-    from flask_wtf.csrf import CSRFError
+    from arena.web import errors
 
-    def wants_json() -> bool:
-        return request.path.startswith("/api/")
+    errors.register(app)
 
-    def handle(status: int, message: str):
-        if wants_json():
-            return jsonify(error=message), status
-        return render_template("error.html", status=status, message=message), status
 
-    @app.errorhandler(404)
-    def not_found(exc):
-        return handle(404, "Not found.")
+def configure_events() -> None:
+    """Reactions across features: a model's new image adds its pairs to live campaigns, and
+    matchmaking short of gold pairs gets one made from a campaign's images."""
+    from arena.campaigns import campaigns, gold
+    from arena.catalog import ingest
+    from arena.voting import matchmaking
 
-    @app.errorhandler(405)
-    def not_allowed(exc):
-        return handle(405, "Method not allowed.")
-
-    @app.errorhandler(413)
-    def too_large(exc):
-        limit = app.config["MAX_CONTENT_LENGTH"] // (1024 * 1024)
-        return handle(413, f"Upload too large: at most {limit} MB per request.")
-
-    @app.errorhandler(429)
-    def too_many(exc):
-        return handle(429, "Too many requests, please slow down and try again in a while.")
-
-    @app.errorhandler(CSRFError)
-    def csrf_failed(exc):
-        return handle(400, "Your form expired. Please go back, reload the page and try again.")
-
-    from sqlalchemy.exc import OperationalError, ProgrammingError
-
-    @app.errorhandler(OperationalError)
-    @app.errorhandler(ProgrammingError)
-    def database_error(exc):
-        message = str(getattr(exc, "orig", exc)).lower()
-        missing = ("no such table", "unable to open database", "does not exist",
-                   "undefinedtable")
-        app.logger.error("database error: %s", exc)
-        if any(m in message for m in missing):
-            return handle(503, "The database is not set up yet. The operator should run "
-                          "`arena db upgrade` (or `arena demo`).")
-        return handle(503, "The database is unavailable right now. Please try again.")
-
-    @app.errorhandler(500)
-    def server_error(exc):
-        return handle(500, "Something went wrong on our side. Please try again.")
+    ingest.image_added.connect(campaigns.on_new_image)
+    matchmaking.gold_wanted.connect(gold.on_gold_wanted)
 
 
 def configure_cli(app: Flask) -> None:
-    from .cli import register
+    from arena.cli import register
 
     register(app)

@@ -1,7 +1,25 @@
 """Defaults. Override in ``instance/config.py`` or with ``ARENA_*`` environment variables
 (``ARENA_DATABASE_URL``, ``ARENA_ELO_K=8``, ...; values are parsed as JSON when they can be)."""
 
+from pathlib import Path
+from typing import ClassVar
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+# SECRET_KEY signs cookies and CSRF tokens; PSEUDONYM_KEY keys the voter pseudonyms in exports
+# (a separate key, so rotating one never touches the other).
+SECRET_SETTINGS = ("SECRET_KEY", "PSEUDONYM_KEY")
 CRITERIA = ("preference", "coherence", "alignment")
+
+
+
+def check_criterion(criterion) -> str:
+    """``criterion`` if it is one of :data:`CRITERIA`; raises ``Invalid`` naming them."""
+    if criterion not in CRITERIA:
+        from arena.errors import Invalid
+
+        raise Invalid(f"criterion must be one of {', '.join(CRITERIA)}", field="criterion")
+    return criterion
+
 
 QUESTIONS = {
     "preference": "Which image do you prefer?",
@@ -22,7 +40,11 @@ class Defaults:
     IMAGE_MAX_BYTES = 20 * 1024 * 1024
     MAX_CONTENT_LENGTH = 25 * 1024 * 1024  # one upload request
     IMAGES_PER_PROMPT = 4  # most images one model may have per prompt
-    IMAGE_PHONE_SIZE = 384  # longest side of the variant served to voters, px
+    # Every image a voter or evaluator sees is a centre-cropped square at these sizes (px),
+    # WebP at this quality: one size and one encoding, whatever the model or source.
+    PRESENT_SIZES = (384, 768)
+    PRESENT_QUALITY = 82
+    HYPE_PRESENT_SIZE = 768  # HYPE images and masks, padded to one byte length per run
 
     # Online Elo (DESIGN.md §2): base 10, scale 400, initial 1000, K=4.
     ELO_K = 4.0
@@ -36,23 +58,53 @@ class Defaults:
     VALIDATION_RATE = 0.5  # probability that a session carries one hidden validation task
     TRUST_PENALTY = 0.25  # trust lost on a wrong validation answer (trust starts at 1.0)
     TRUST_REWARD = 0.05
+    # Gold pairs made from a campaign's own images: the damaged ones made at publishing
+    # (the rest as voters need them; swapped alignment pairs are all made at once).
+    GOLD_INITIAL_DAMAGED = 8
+    GOLD_MAX_DAMAGED = 400  # damaged copies per campaign and criterion, at most
+    # Votes of a voter whose trust is below this do not count (one failed gold pair puts a
+    # new voter at 0.75; a passed one then brings them back to 0.8).
+    TRUST_FLOOR = 0.8
+    # Votes faster than this (ms from the voter's previous action in the session, on the
+    # server's clock) are stored but do not count: nobody judges two images quicker.
+    MIN_VOTE_MS: ClassVar[dict[str, int]] = {"preference": 700, "coherence": 900,
+                                             "alignment": 700}
     MAX_RESPONSE_MS = 30 * 60 * 1000
+    # Alignment captions appear one word at a time, this many ms per word; the server
+    # accepts "I have read it" only once the whole reveal could have been seen.
+    REVEAL_WORD_MS = 220
 
     # Static files are linked with a content hash (templates' ``asset()``), so cache them long.
     SEND_FILE_MAX_AGE_DEFAULT = 31_536_000
 
-    # Security.
+    # Security. SECRET_KEY signs cookies; PSEUDONYM_KEY keys voter pseudonyms in exports.
+    # Both are written once to instance/config.py by `arena serve` / `arena demo`.
     SECRET_KEY = None
+    PSEUDONYM_KEY = None
+    TRUSTED_PROXIES = 0  # reverse proxies in front whose X-Forwarded-For/-Proto/-Host count
     SESSION_COOKIE_HTTPONLY = True
     SESSION_COOKIE_SAMESITE = "Lax"
     SESSION_COOKIE_SECURE = False  # set True behind HTTPS (ARENA_SESSION_COOKIE_SECURE=true)
     PERMANENT_SESSION_LIFETIME = 60 * 60 * 24 * 365
+    # a year-long cookie needs no re-signing on every response (images included)
+    SESSION_REFRESH_EACH_REQUEST = False
     WTF_CSRF_TIME_LIMIT = None  # tied to the session cookie instead of a clock
     RATELIMIT_STORAGE_URI = "memory://"  # redis://127.0.0.1:6379 when several servers run
     RATELIMIT_HEADERS_ENABLED = True
+    # per voter (token or cookie) and per network (a keyed hash of its /24 or /48 prefix)
     RATE_LIMIT_SESSIONS = "60/hour"
     RATE_LIMIT_VOTES = "600/hour"
+    RATE_LIMIT_NETWORK_SESSIONS = "600/hour"
+    RATE_LIMIT_NETWORK_VOTES = "6000/hour"
+    RATE_LIMIT_NEW_VOTERS = "30/hour"  # new identities per network, on every route
     RATE_LIMIT_UPLOADS = "5000/hour"
+
+    # Rankings. A margin category (a continent, an age group) with fewer voters or votes than
+    # these is not reweighted by post-stratification; it keeps its sample share and is flagged.
+    POSTSTRAT_MIN_VOTERS = 20
+    POSTSTRAT_MIN_VOTES = 100
+    # Fewer resampling units (voters or prompts) than this, and clustered intervals are flagged.
+    MIN_CLUSTERS = 20
 
     # HYPE (Zhou et al. 2019); shorten the counts for tests and pilots.
     HYPE_QUALIFICATION_TRIALS = 100
@@ -62,6 +114,18 @@ class Defaults:
     HYPE_TIME_BLOCKS = 3
     HYPE_TIME_BLOCK_TRIALS = 150
     HYPE_STAIRCASE = "weighted"  # or "three-in-a-row" (the paper's words read literally)
+    # The server bounds what HYPE-time pages report (arena.hype.timing): refresh intervals a
+    # display has, the 3-2-1 countdown before each image, and how many trials an evaluator
+    # may void (tab hidden, frame dropped, or a report that does not add up) before their
+    # stage is flagged and left out of the scores.
+    HYPE_FRAME_MS = (4.0, 34.0)
+    HYPE_COUNTDOWN_MS = 1500
+    HYPE_VOID_LIMIT = 0.1
+    HYPE_ANSWER_LIMIT_MS = 60_000  # after the image went; a later answer is not believed
+    # a finished stage whose evaluator was right this rarely (one-sided binomial p-value
+    # against guessing) is flagged "below chance" and left out: someone answering the
+    # opposite on purpose steers a staircase up
+    HYPE_BELOW_CHANCE_P = 0.01
 
     # Demo campaign.
     DEMO_PROMPTS = 24

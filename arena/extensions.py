@@ -1,7 +1,5 @@
 """Extension singletons, bound to the app in ``create_app`` with ``init_app``."""
 
-import hashlib
-
 from flask import current_app, request
 from flask_limiter import Limiter
 from flask_migrate import Migrate
@@ -24,14 +22,15 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-def client_fingerprint() -> str:
-    """Rate-limit key: a keyed hash of the client address, so no raw IP reaches storage."""
-    secret = current_app.config["SECRET_KEY"]
-    addr = request.remote_addr or "unknown"
-    return hashlib.sha256(f"{secret}|{addr}".encode()).hexdigest()[:32]
+def client_network() -> str:
+    """Default rate-limit key: a keyed hash of the client's network (see
+    arena.infra.network), so no raw IP reaches the limiter's storage."""
+    from arena.infra.network import network_hash
+
+    return "n:" + network_hash(current_app.config["SECRET_KEY"], request.remote_addr)
 
 
 db = SQLAlchemy(model_class=Base)
 migrate = Migrate()
 csrf = CSRFProtect()
-limiter = Limiter(key_func=client_fingerprint)
+limiter = Limiter(key_func=client_network)

@@ -16,10 +16,11 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from .extensions import db
+from arena.extensions import db
 
 
 def utcnow() -> datetime:
@@ -76,17 +77,23 @@ class GenModel(db.Model):
 
 
 class Image(db.Model):
-    """A stored, re-encoded image. ``sha256`` of the stored bytes is its public, opaque name."""
+    """A stored, re-encoded image. ``sha256`` of the stored bytes names its files in storage
+    and is never shown to voters. Two rows share bytes only when a model uploaded bytes held
+    already elsewhere: the copy is ``quarantined`` (kept out of comparisons and HYPE pools)."""
 
     __tablename__ = "image"
+    __table_args__ = (UniqueConstraint("model_id", "prompt_id", "sha256"),)
     id: Mapped[int] = mapped_column(primary_key=True)
-    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
     model_id: Mapped[int | None] = mapped_column(ForeignKey("model.id"), index=True)
     prompt_id: Mapped[int | None] = mapped_column(ForeignKey("prompt.id"), index=True)
     # Gold-standard assets (validation pairs) belong to no model and never reach a ranking.
     is_real: Mapped[bool] = mapped_column(Boolean, default=False)
     width: Mapped[int] = mapped_column(Integer)
     height: Mapped[int] = mapped_column(Integer)
+    quarantined: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # a damaged copy made for a gold pair records the image it was made from
+    source_id: Mapped[int | None] = mapped_column(ForeignKey("image.id"), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     model: Mapped[GenModel | None] = relationship()
@@ -115,6 +122,13 @@ class Campaign(db.Model):
     target_votes: Mapped[int] = mapped_column(Integer, default=26)
     published_at: Mapped[datetime | None] = mapped_column(DateTime)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # Admission: "open" (anyone who comes to the voter page) or "panel" (only participants of
+    # a recruited crowd, through the join link; see arena.campaigns.panels).
+    admission: Mapped[str] = mapped_column(String(10), default="open", server_default="open")
+    join_key: Mapped[str | None] = mapped_column(String(32), unique=True)
+    completion_code: Mapped[str | None] = mapped_column(String(64))
+    return_url: Mapped[str | None] = mapped_column(String(500))
+    panel_tasks: Mapped[int] = mapped_column(Integer, default=30, server_default="30")
 
     prompt_set: Mapped[PromptSet] = relationship()
     models: Mapped[list[GenModel]] = relationship(secondary=campaign_models,
@@ -124,33 +138,49 @@ class Campaign(db.Model):
     def criteria_list(self) -> list[str]:
         return [c for c in self.criteria.split(",") if c]
 
+    @property
+    def pool(self) -> int:
+        """Which voters its comparisons go to: 0 for everyone, its id for its panel alone."""
+        return self.id if self.admission == "panel" else 0
+
 
 class Comparison(db.Model):
     """A pair of images shown for one criterion until it has ``target_votes`` votes.
 
-    A validation (gold) comparison carries ``correct_image_id`` and never counts in rankings.
+    A validation (gold) comparison carries ``correct_image_id`` and never counts in rankings;
+    it is served by the same least-progress rule as the others, so no more often.
     ``progress`` = votes * 1000 // target is kept in the vote transaction so matchmaking can
     find the least-served comparisons through an index instead of scanning.
     """
 
     __tablename__ = "comparison"
     __table_args__ = (
-        UniqueConstraint("criterion", "image_a_id", "image_b_id"),
+        # a pair is shown once per pool: to the open crowd, and again to a campaign's panel
+        UniqueConstraint("pool", "criterion", "image_a_id", "image_b_id"),
         CheckConstraint("image_a_id <> image_b_id", name="distinct_images"),
         CheckConstraint("target_votes > 0", name="positive_target"),
-        Index("ix_comparison_queue", "criterion", "is_validation", "progress", "shuffle_key"),
+        Index("ix_comparison_queue", "pool", "criterion", "is_validation", "progress",
+              "shuffle_key"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     criterion: Mapped[str] = mapped_column(String(20))
     campaign_id: Mapped[int | None] = mapped_column(ForeignKey("campaign.id"), index=True)
+    # the voters it goes to: 0 = the open crowd, a campaign id = that campaign's panel
+    pool: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     prompt_id: Mapped[int | None] = mapped_column(ForeignKey("prompt.id"), index=True)
     image_a_id: Mapped[int] = mapped_column(ForeignKey("image.id"))
     image_b_id: Mapped[int] = mapped_column(ForeignKey("image.id"))
     is_validation: Mapped[bool] = mapped_column(Boolean, default=False)
     correct_image_id: Mapped[int | None] = mapped_column(ForeignKey("image.id"))
+    # how a gold pair was made: operator (hand-made), damaged (an image against a damaged
+    # copy of itself) or swapped (an image against one made for another caption)
+    gold_kind: Mapped[str | None] = mapped_column(String(10))
     target_votes: Mapped[int] = mapped_column(Integer, default=26)
     votes_count: Mapped[int] = mapped_column(Integer, default=0)
     progress: Mapped[int] = mapped_column(Integer, default=0)
+    # times put in a session (answered or not): gold pairs are served by this, so a burst of
+    # sessions nobody has answered yet does not keep landing on the same few
+    issued: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     shuffle_key: Mapped[int] = mapped_column(Integer, default=random_key)
 
     prompt: Mapped[Prompt | None] = relationship()
@@ -174,6 +204,13 @@ class Voter(db.Model):
     validations_passed: Mapped[int] = mapped_column(Integer, default=0)
     validations_failed: Mapped[int] = mapped_column(Integer, default=0)
     last_criterion: Mapped[str | None] = mapped_column(String(20))
+    # the voter's last paced action (a vote, a caption confirmed), in any session: the floor
+    # of the next vote and the start of the next caption's reveal (arena.voting.pacing)
+    last_action_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # a panel participant votes in one campaign's pool; 0 = the open crowd
+    pool: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # keyed hash of (campaign, the panel's participant id): the panel id is the identity
+    panel_key: Mapped[str | None] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -207,6 +244,10 @@ class Task(db.Model):
     left_image_id: Mapped[int] = mapped_column(ForeignKey("image.id"))
     right_image_id: Mapped[int] = mapped_column(ForeignKey("image.id"))
     issued_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # first time the task was on the voter's screen: a caption's reveal starts then
+    shown_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # when the voter confirmed reading the caption (alignment), on the server's clock
+    read_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime)
     answered_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     session: Mapped[VotingSession] = relationship(back_populates="tasks")
@@ -224,8 +265,9 @@ class Vote(db.Model):
     __tablename__ = "vote"
     __table_args__ = (
         CheckConstraint("choice IN ('left', 'right')", name="choice_side"),
-        # covers the ranking aggregation: WHERE criterion, is_validation GROUP BY winner, loser
-        Index("ix_vote_ranking", "criterion", "is_validation", "winner_model_id",
+        # covers the ranking aggregation:
+        # WHERE criterion, is_validation, flags GROUP BY winner, loser
+        Index("ix_vote_ranking", "criterion", "is_validation", "flags", "winner_model_id",
               "loser_model_id"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -240,7 +282,12 @@ class Vote(db.Model):
     loser_model_id: Mapped[int | None] = mapped_column(ForeignKey("model.id"))
     is_validation: Mapped[bool] = mapped_column(Boolean, default=False)
     correct: Mapped[bool | None] = mapped_column(Boolean)
-    response_ms: Mapped[int | None] = mapped_column(Integer)
+    response_ms: Mapped[int | None] = mapped_column(Integer)  # as the page measured it
+    # from the voter's previous action the server saw in the session (the task shown, the
+    # caption confirmed, the previous answer) to this vote, on the server's clock
+    server_ms: Mapped[int | None] = mapped_column(Integer)
+    # why the vote does not count (arena.voting.flags); 0 = counted
+    flags: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -290,6 +337,8 @@ class HypeRun(db.Model):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(120), unique=True)
     mode: Mapped[str] = mapped_column(String(10))  # infinity | time
+    # every image and mask of the run is served padded to this many bytes (see presentation)
+    pad_bytes: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     models: Mapped[list[GenModel]] = relationship(secondary=hype_run_models,
@@ -309,9 +358,14 @@ class HypeStage(db.Model):
     voter_id: Mapped[int] = mapped_column(ForeignKey("voter.id"), index=True)
     kind: Mapped[str] = mapped_column(String(15))  # qualification | infinity | time
     model_id: Mapped[int | None] = mapped_column(ForeignKey("model.id"))  # judged model
+    # keyed hash of the evaluator's network (arena.infra.network): a failed qualification
+    # waits out its retry delay for the network, not only for the cookie
+    network: Mapped[str | None] = mapped_column(String(32), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
     passed: Mapped[bool | None] = mapped_column(Boolean)
+    # why the stage is left out of the scores (e.g. "voided": too many voided trials)
+    flag: Mapped[str | None] = mapped_column(String(20))
 
     run: Mapped[HypeRun] = relationship()
 
@@ -326,10 +380,15 @@ class HypeTrial(db.Model):
     image_id: Mapped[int] = mapped_column(ForeignKey("image.id"))
     is_real: Mapped[bool] = mapped_column(Boolean)
     requested_ms: Mapped[float | None] = mapped_column(Float)
+    # the exposure the server accepts: frames x frame_ms of a believable report
     actual_ms: Mapped[float | None] = mapped_column(Float)
+    frames: Mapped[int | None] = mapped_column(Integer)  # as the page reported them
+    frame_ms: Mapped[float | None] = mapped_column(Float)
     judged_real: Mapped[bool | None] = mapped_column(Boolean)
     correct: Mapped[bool | None] = mapped_column(Boolean)
     voided: Mapped[bool] = mapped_column(Boolean, default=False)
+    void_reason: Mapped[str | None] = mapped_column(String(10))  # page | timing
+    served_at: Mapped[datetime | None] = mapped_column(DateTime)  # first put on a page
     answered_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     image: Mapped[Image] = relationship()

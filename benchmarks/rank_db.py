@@ -24,10 +24,11 @@ from flask_migrate import upgrade
 from synthetic import fill_votes, grow_campaign
 
 from arena import create_app
+from arena.analysis.leaderboard import rank_models
+from arena.analysis.tallies import tally, win_matrix
 from arena.extensions import db
 from arena.models import GenModel
-from arena.rankings import rank_models, win_matrix
-from arena.voting import ensure_ratings
+from arena.voting.votes import ensure_ratings
 
 ARENA = str(Path(sys.executable).with_name("arena"))
 
@@ -58,6 +59,7 @@ def run(label: str, instance: Path, url: str | None, n_votes: int) -> None:
         total = fill_votes(n_votes)
         build = time.perf_counter() - t0
         t_agg = median_s(lambda: win_matrix("preference"))
+        t_voter = median_s(lambda: tally("preference"))
         t_rank = median_s(lambda: rank_models("preference", rounds=1000,
                                               rng=np.random.default_rng(0)), 1)
     env = {**os.environ, "ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench"}
@@ -68,7 +70,9 @@ def run(label: str, instance: Path, url: str | None, n_votes: int) -> None:
         check=True, capture_output=True), 3)
     print(f"\n{label}: {total:,d} stored votes (built in {build:.0f} s)")
     print(f"  SQL aggregation (GROUP BY winner, loser)   {t_agg * 1000:8.0f} ms")
-    print(f"  rank_models, 1000 bootstrap rounds         {t_rank * 1000:8.0f} ms")
+    print(f"  per voter (GROUP BY voter, winner, loser)  {t_voter * 1000:8.0f} ms  "
+          f"ratio {t_voter / t_agg:.1f}x")
+    print(f"  rank_models, 1000 rounds resampling voters {t_rank * 1000:8.0f} ms")
     print(f"  `arena rank --criterion preference`, whole command, median of 3: "
           f"{cli:.2f} s (target < 3 s)")
 

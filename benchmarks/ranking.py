@@ -3,9 +3,10 @@
     .venv/bin/pip install -e ".[bench]"      # evalica, the comparison library
     .venv/bin/python benchmarks/ranking.py [--votes N] [--models M]
 
-Prints, from one run: aggregation time, BT fit time, 1,000-round bootstrap time, and the same
-fit by choix.ilsr_pairwise and evalica.bradley_terry on the raw votes, with ratios and a check
-that the rankings agree. Medians over repeats where a step is fast enough to repeat.
+Prints, from one run: aggregation time, BT fit time, 1,000-round bootstrap time (resampling
+single votes, and resampling 20,000 voters), the instant sandwich intervals, and the same fit
+by choix.ilsr_pairwise and evalica.bradley_terry on the raw votes, with ratios and a check that
+the rankings agree. Medians over repeats where a step is fast enough to repeat.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 
 import numpy as np
 
-from arena.ranking import aggregate, bootstrap, bradley_terry
+from arena.ranking import PairCounts, aggregate, bootstrap, bradley_terry, instant_intervals
 
 
 def timed(fn, repeats: int):
@@ -33,6 +34,7 @@ def main() -> None:
     parser.add_argument("--votes", type=int, default=2_000_000)
     parser.add_argument("--models", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=1000)
+    parser.add_argument("--voters", type=int, default=20_000)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     n, votes = args.models, args.votes
@@ -49,16 +51,25 @@ def main() -> None:
     t_end, _ = timed(lambda: bradley_terry(aggregate(winners, losers, n)), 5)
     t_boot, boot = timed(lambda: bootstrap(wins, rounds=args.rounds,
                                            rng=np.random.default_rng(1)), 1)
-    t_pois, _ = timed(lambda: bootstrap(wins, rounds=args.rounds, method="poisson",
-                                        rng=np.random.default_rng(1)), 1)
+    voter = rng.integers(0, args.voters, votes)
+    t_units, units = timed(lambda: PairCounts.from_outcomes(winners, losers, n, units=voter), 1)
+    t_unit_boot, by_voter = timed(lambda: bootstrap(units, rounds=args.rounds, fit=result,
+                                                    rng=np.random.default_rng(1)), 1)
+    t_instant, instant = timed(lambda: instant_intervals(units, result), 3)
     ours = np.argsort(-result.scores)
     print(f"aggregation (bincount)          {t_agg * 1000:9.1f} ms")
     print(f"BT fit on the matrix            {t_fit * 1000:9.1f} ms  ({result.iterations} "
           f"iterations, converged={result.converged})")
     print(f"aggregation + fit, end to end   {t_end * 1000:9.1f} ms  (target < 50 ms)")
-    print(f"bootstrap {args.rounds} rounds, multinomial {t_boot:7.2f} s   (target < 2 s)")
-    print(f"bootstrap {args.rounds} rounds, poisson     {t_pois:7.2f} s")
-    print(f"  median 95% CI width {np.median(boot.rating_high - boot.rating_low):.1f} Elo points")
+    print(f"bootstrap {args.rounds} rounds, single votes {t_boot:7.2f} s   (target < 2 s)")
+    print(f"per-voter rows ({units.a.size:,d} rows)      {t_units:7.2f} s")
+    print(f"bootstrap {args.rounds} rounds, {args.voters:,d} voters {t_unit_boot:6.2f} s   "
+          f"ratio {t_unit_boot / t_boot:4.1f}x single votes")
+    print(f"instant (clustered sandwich)    {t_instant * 1000:9.1f} ms")
+    width = {name: np.median(r.rating_high - r.rating_low)
+             for name, r in (("votes", boot), ("voters", by_voter), ("instant", instant))}
+    print("  median 95% CI width, Elo points: " + ", ".join(f"{k} {v:.1f}"
+                                                          for k, v in width.items()))
 
     import choix
 

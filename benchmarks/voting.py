@@ -22,10 +22,12 @@ from flask_migrate import upgrade
 from sqlalchemy import select
 from synthetic import grow_campaign
 
-from arena import create_app, demo, matchmaking, voters
+from arena import create_app
+from arena.campaigns import demo
 from arena.extensions import db
 from arena.models import Comparison
-from arena.voting import ensure_ratings
+from arena.voting import matchmaking, voters
+from arena.voting.votes import ensure_ratings
 
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
@@ -58,7 +60,8 @@ def page_weight(client) -> None:
         total_gz += gz
         print(f"  {name:42s} {len(data):8,d} B   gzip {gz:8,d} B")
     print(f"  {'total':42s} {total:8,d} B   gzip {total_gz:8,d} B")
-    print(f"  landing page HTML {len(landing.data):,d} B (gzip {len(gzip.compress(landing.data)):,d})")
+    landing_gz = len(gzip.compress(landing.data))
+    print(f"  landing page HTML {len(landing.data):,d} B (gzip {landing_gz:,d})")
 
 
 def request_times(app, rounds: int) -> None:
@@ -72,17 +75,24 @@ def request_times(app, rounds: int) -> None:
     def show():
         state["html"] = client.get(state["location"]).get_data(as_text=True)
 
+    def read():  # alignment tasks: confirm the caption first (REVEAL_WORD_MS is 0 here)
+        found = re.search(r'formaction="(/t/\d+/read)"', state["html"])
+        if found:
+            client.post(found.group(1), data={"csrf_token": token})
+
     def vote():
         task_id = re.search(r'action="/t/(\d+)"', state["html"]).group(1)
-        client.post(f"/t/{task_id}", data={"csrf_token": token, "choice": "left",
-                                           "read_confirmed": "1", "response_ms": "800"},
-                    headers={"HX-Request": "true"})
+        response = client.post(f"/t/{task_id}", data={"csrf_token": token, "choice": "left",
+                                                      "response_ms": "800"},
+                               headers={"HX-Request": "true"})
+        assert response.status_code == 200, response.status_code
 
     landing = median_ms(lambda: client.get("/"), rounds)
     starts, shows, votes = [], [], []
     for _ in range(rounds):
         starts.append(median_ms(start, 1))
         shows.append(median_ms(show, 1))
+        read()
         votes.append(median_ms(vote, 1))
     print(f"\nTime per request, median of {rounds} (in-process):")
     print(f"  GET  /              landing            {landing:7.2f} ms")
@@ -113,8 +123,8 @@ def matchmaking_scale(app, label: str, rounds: int) -> None:
 
 
 def make_app(tmp: Path, url: str | None):
-    config = {"INSTANCE_PATH": str(tmp), "SECRET_KEY": "bench", "RATELIMIT_ENABLED": False,
-              "VALIDATION_RATE": 0.0}
+    config = {"INSTANCE_PATH": str(tmp), "SECRET_KEY": "bench", "PSEUDONYM_KEY": "bench",
+              "RATELIMIT_ENABLED": False, "VALIDATION_RATE": 0.0, "REVEAL_WORD_MS": 0}
     if url:
         config["DATABASE_URL"] = url
     app = create_app(config)

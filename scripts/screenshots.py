@@ -17,7 +17,8 @@ from flask_migrate import upgrade
 from playwright.sync_api import sync_playwright
 from werkzeug.serving import make_server
 
-from arena import create_app, demo
+from arena import create_app
+from arena.campaigns import demo
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 
@@ -25,7 +26,8 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--n
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="arena-shots-"))
-    app = create_app({"INSTANCE_PATH": str(tmp), "SECRET_KEY": "shots", "VALIDATION_RATE": 0})
+    app = create_app({"INSTANCE_PATH": str(tmp), "SECRET_KEY": "shots",
+                      "PSEUDONYM_KEY": "shots", "VALIDATION_RATE": 0})
     with app.app_context():
         upgrade()
         demo.load_demo(n_prompts=4, images_per_model=2)
@@ -48,6 +50,7 @@ def main(out: Path) -> None:
                 page.wait_for_timeout(500)
                 page.screenshot(path=out / "task-alignment-revealing.png", full_page=True)
                 page.get_by_role("button", name="I have read the caption").tap(timeout=15000)
+                page.locator("fieldset.pair:not([disabled])").wait_for()
             page.locator("label.choice").nth(0).tap()
             page.screenshot(path=out / f"task-{criterion}.png", full_page=True)
         for _ in range(2):
@@ -55,6 +58,7 @@ def main(out: Path) -> None:
             page.wait_for_timeout(300)
             if page.get_by_role("button", name="I have read the caption").count():
                 page.get_by_role("button", name="I have read the caption").tap(timeout=15000)
+                page.locator("fieldset.pair:not([disabled])").wait_for()
             if page.locator("label.choice").count():
                 page.locator("label.choice").nth(1).tap()
         page.get_by_role("button", name="Continue").tap()

@@ -3,10 +3,9 @@
 # Extra arguments go to `arena serve` (e.g. --port 8000 --workers 4).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
-fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e .
+source scripts/setup_venv.sh
+extras=""
+case "${ARENA_DATABASE_URL:-}" in postgres*) extras="postgres" ;; esac
+ensure_venv "$extras"
 .venv/bin/arena demo
 exec .venv/bin/arena serve "$@"

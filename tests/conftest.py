@@ -1,12 +1,14 @@
-"""Shared fixtures: an app on a fresh SQLite file per test (schema built by the migrations),
-a small campaign factory, and the same app on a throwaway PostgreSQL database when one is
-reachable (ARENA_TEST_POSTGRES_URL, default postgresql://postgres@127.0.0.1:5432/test)."""
+"""Shared fixtures: an app on its own SQLite file per test, copied from a template database
+the migrations built once per run; the same on a throwaway PostgreSQL database (cloned from a
+migrated template) when one is reachable (ARENA_TEST_POSTGRES_URL, default
+postgresql://postgres@127.0.0.1:5432/test); and a small campaign."""
 
 from __future__ import annotations
 
 import os
 import re
 import secrets
+import shutil
 
 import pytest
 from flask_migrate import upgrade
@@ -19,31 +21,106 @@ from .factories import make_campaign
 PG_URL = os.environ.get("ARENA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
-def _config(tmp_path, **overrides):
+def app_config(tmp_path, **overrides) -> dict:
     return {
         "TESTING": True,
         "SECRET_KEY": "test-secret",
+        "PSEUDONYM_KEY": "test-pseudonyms",
         "INSTANCE_PATH": str(tmp_path / "instance"),
         "DATABASE_URL": f"sqlite:///{tmp_path / 'arena.sqlite3'}",
         "IMAGE_DIR": str(tmp_path / "images"),
         "RATELIMIT_ENABLED": False,
+        # tests vote in milliseconds; the timing floor is switched on where it is tested
+        "MIN_VOTE_MS": {},
+        # images are rendered when stored: small sizes keep the suite quick; the blinding
+        # tests and the production tests use the shipped sizes
+        "PRESENT_SIZES": (96, 192),
+        "HYPE_PRESENT_SIZE": 192,
         **overrides,
     }
 
 
-def _build(config):
+def _migrate(config: dict) -> None:
+    """Build a database through the migrations, then close every connection to it."""
     app = create_app(config)
     with app.app_context():
         upgrade()
-    return app
+        if db.engine.dialect.name == "sqlite":
+            with db.engine.connect() as connection:  # fold the WAL into the file
+                connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory):
+    """A migrated SQLite file; each test gets a copy (one migration run per session)."""
+    folder = tmp_path_factory.mktemp("template")
+    _migrate(app_config(folder))
+    return folder / "arena.sqlite3"
 
 
 @pytest.fixture
-def app(tmp_path):
-    app = _build(_config(tmp_path))
-    yield app
-    with app.app_context():
-        db.engine.dispose()
+def make_app(tmp_path, sqlite_template):
+    """Build apps on this test's copy of the template database, with config overrides; a
+    second app built in the same test shares the database (as a second server would)."""
+    database = tmp_path / "arena.sqlite3"
+    apps = []
+
+    def build(**overrides):
+        if not database.exists():
+            shutil.copyfile(sqlite_template, database)
+        app = create_app(app_config(tmp_path, **overrides))
+        apps.append(app)
+        return app
+
+    yield build
+    for app in apps:
+        with app.app_context():
+            db.session.remove()
+            db.engine.dispose()
+
+
+@pytest.fixture
+def app(make_app):
+    return make_app()
+
+
+@pytest.fixture(scope="session")
+def _seeds(tmp_path_factory):
+    return {"root": tmp_path_factory.mktemp("seeds"), "built": {}}
+
+
+@pytest.fixture
+def seeded(app, tmp_path, _seeds):
+    """``seeded(key, build)``: this test's database and images in the state ``build()``
+    leaves them (run in an app context), built by the first test that asks for ``key`` and
+    copied for the others, so a costly data set (hundreds of votes cast through the real
+    services) is built once per run. Returns what ``build`` returned (plain data only)."""
+
+    def use(key: str, build):
+        store = _seeds["root"] / key
+        with app.app_context():
+            if key not in _seeds["built"]:
+                _seeds["built"][key] = build()
+                db.session.remove()
+                with db.engine.connect() as connection:
+                    connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+                db.engine.dispose()
+                store.mkdir()
+                shutil.copyfile(tmp_path / "arena.sqlite3", store / "arena.sqlite3")
+                if (tmp_path / "images").exists():
+                    shutil.copytree(tmp_path / "images", store / "images")
+                return _seeds["built"][key]
+            db.session.remove()
+            db.engine.dispose()
+        for suffix in ("-wal", "-shm"):
+            (tmp_path / f"arena.sqlite3{suffix}").unlink(missing_ok=True)
+        shutil.copyfile(store / "arena.sqlite3", tmp_path / "arena.sqlite3")
+        if (store / "images").exists():
+            shutil.copytree(store / "images", tmp_path / "images", dirs_exist_ok=True)
+        return _seeds["built"][key]
+
+    return use
 
 
 @pytest.fixture
@@ -88,23 +165,31 @@ def _pg_admin():
         pytest.skip(message)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def any_app(request, tmp_path):
-    """The app on each supported database in turn."""
-    if request.param == "sqlite":
-        yield request.getfixturevalue("app")
-    else:
-        yield request.getfixturevalue("pg_app")
+def _pg_url(name: str) -> str:
+    return re.sub(r"/[^/]*$", f"/{name}", PG_URL)
+
+
+@pytest.fixture(scope="session")
+def pg_template(tmp_path_factory):
+    """A migrated PostgreSQL database that each test's database is cloned from."""
+    admin = _pg_admin()
+    name = f"arena_tmpl_{secrets.token_hex(4)}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        _migrate(app_config(tmp_path_factory.mktemp("pg"), DATABASE_URL=_pg_url(name)))
+        yield name
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
 
 
 @pytest.fixture
-def pg_app(tmp_path):
-    """The app on a fresh PostgreSQL database, dropped afterwards."""
+def pg_app(tmp_path, pg_template):
+    """The app on a fresh PostgreSQL database (a clone of the template), dropped afterwards."""
     admin = _pg_admin()
     name = f"arena_test_{secrets.token_hex(4)}"
-    admin.execute(f'CREATE DATABASE "{name}"')
-    url = re.sub(r"/[^/]*$", f"/{name}", PG_URL)
-    app = _build(_config(tmp_path, DATABASE_URL=url))
+    admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
+    app = create_app(app_config(tmp_path, DATABASE_URL=_pg_url(name)))
     try:
         yield app
     finally:
@@ -113,3 +198,9 @@ def pg_app(tmp_path):
             db.engine.dispose()
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_app(request):
+    """The app on each supported database in turn."""
+    return request.getfixturevalue("app" if request.param == "sqlite" else "pg_app")

@@ -1,34 +1,75 @@
-"""Test data builders (CTFd-style): small but real campaigns with real image files."""
+"""Test data builders (CTFd-style): small but real campaigns with real image files, owners,
+models, voters, and votes cast through the real services. Call them inside an app context.
+"""
 
 from __future__ import annotations
 
+import math
+from datetime import timedelta
+
+import numpy as np
+from flask import current_app
 from PIL import Image as PILImage
 
-from arena import comparisons, images
+from arena.accounts import owners
+from arena.campaigns import comparisons
+from arena.catalog import images, registry
 from arena.extensions import db
-from arena.models import GenModel, Prompt, PromptSet
-from arena.voting import ensure_ratings
+from arena.models import (
+    GenModel,
+    Owner,
+    Prompt,
+    PromptSet,
+    Task,
+    Voter,
+    VotingSession,
+    utcnow,
+)
+from arena.voting import matchmaking, tasks, voters, votes
+from arena.voting.votes import ensure_ratings
 
 COLOURS = [(200, 40, 40), (40, 160, 60), (40, 80, 200), (230, 200, 40), (120, 60, 160)]
 
 
-def solid(color, size=24) -> PILImage.Image:
+def solid(color, size=200) -> PILImage.Image:
     return PILImage.new("RGB", (size, size), color)
+
+
+def make_prompt_set(name: str = "s", texts=("a red cube",), category: str | None = None
+                    ) -> PromptSet:
+    """A prompt set with one prompt per text; committed."""
+    prompt_set = PromptSet(name=name, source="factory")
+    db.session.add(prompt_set)
+    db.session.flush()
+    for position, text in enumerate(texts, start=1):
+        db.session.add(Prompt(prompt_set_id=prompt_set.id, position=position, text=text,
+                              category=category))
+    db.session.commit()
+    return prompt_set
+
+
+def make_owner(name: str = "acme") -> tuple[Owner, str]:
+    """An owner and their token (through the real service)."""
+    token = owners.create_owner(name)
+    return owners.get_owner(name), token
+
+
+def make_model(name: str, owner: Owner | None = None) -> GenModel:
+    """A registered model (of a new owner named after it unless one is given)."""
+    if owner is None:
+        owner, _ = make_owner(f"owner of {name}")
+    return registry.register_model(owner, name)
 
 
 def make_campaign(n_prompts=2, n_models=3, images_per_model=2, gold=True, target_votes=26):
     """Prompts, models, one distinct solid-colour image per (prompt, model, k), all pairwise
     comparisons for the three criteria and, with ``gold``, one validation pair per criterion.
     Returns a dict of the created rows."""
-    prompt_set = PromptSet(name=f"set-{n_prompts}-{n_models}", source="factory")
-    db.session.add(prompt_set)
-    db.session.flush()
-    prompts = []
-    for i in range(n_prompts):
-        p = Prompt(prompt_set_id=prompt_set.id, position=i + 1,
-                   text=f"A red cube number {i} on a green table", category="Test")
-        db.session.add(p)
-        prompts.append(p)
+    prompt_set = make_prompt_set(
+        f"set-{n_prompts}-{n_models}",
+        [f"A red cube number {i} on a green table" for i in range(n_prompts)], "Test")
+    prompts = list(db.session.scalars(
+        db.select(Prompt).where(Prompt.prompt_set_id == prompt_set.id).order_by(Prompt.id)))
     models = [GenModel(name=f"model-{m}") for m in range(n_models)]
     db.session.add_all(models)
     db.session.flush()
@@ -54,3 +95,74 @@ def make_campaign(n_prompts=2, n_models=3, images_per_model=2, gold=True, target
     db.session.commit()
     return {"prompts": prompts, "models": models, "images": imgs, "n_comparisons": n,
             "gold": gold_pairs}
+
+
+def new_voter(demographics: dict | None = None) -> Voter:
+    voter, _ = voters.create_voter(demographics)
+    db.session.commit()
+    return voter
+
+
+def start(voter: Voter | None = None, criterion: str | None = "preference", seed: int = 0,
+          validation_rate: float | None = None) -> tuple[Voter, VotingSession]:
+    """A session for ``voter`` (a new one by default), optionally at a validation rate."""
+    if validation_rate is not None:
+        current_app.config["VALIDATION_RATE"] = validation_rate
+    voter = voter or new_voter()
+    return voter, matchmaking.start_session(voter, np.random.default_rng(seed), criterion)
+
+
+def read_caption(voter: Voter, task: Task) -> None:
+    """Pass the read gate as a voter who reads the whole reveal would: the task is shown,
+    then confirmed once the reveal has ended (on a simulated clock, so tests do not wait)."""
+    tasks.present([task])
+    task = db.session.get(Task, task.id)
+    caption = tasks.caption_of(task)
+    if caption is not None and task.read_confirmed_at is None:
+        db.session.refresh(voter)
+        begun = max(t for t in (task.shown_at, voter.last_action_at) if t is not None)
+        ended = begun + timedelta(milliseconds=tasks.reveal_ms(caption))
+        tasks.confirm_read(voter, task.id, now=ended)
+
+
+def answer(voter: Voter, task: Task, choice: str, response_ms: int | None = None):
+    """Vote on ``task`` as a careful voter: reading the caption first where there is one."""
+    read_caption(voter, task)
+    return votes.cast_vote(voter, task.id, choice, response_ms)
+
+
+def vote_as(demographics, prefer, sessions=6, criterion="preference", seed=0) -> Voter:
+    """A voter who always picks the image of the model earliest in ``prefer``."""
+    voter = new_voter(demographics)
+    rng = np.random.default_rng(seed)
+    order = {name: k for k, name in enumerate(prefer)}
+    for _ in range(sessions):
+        try:
+            session = matchmaking.start_session(voter, rng, criterion)
+        except matchmaking.NoTasksAvailable:
+            break
+        for task in session.tasks:
+            left = order.get(task.left_image.model.name if task.left_image.model else "", 99)
+            right = order.get(task.right_image.model.name if task.right_image.model else "", 99)
+            answer(voter, task, "left" if left <= right else "right")
+    return voter
+
+
+def answer_trial(stage, judged_real, report=None, pause_ms: float = 300):
+    """Answer the HYPE trial on the evaluator's screen as their page would: it is served
+    (the server's clock starts), then answered once the countdown and the exposure are over
+    and ``pause_ms`` more (on a simulated clock, so tests do not wait). ``judged_real`` is a
+    bool or a function of the trial. Returns what :func:`runs.answer` returns."""
+    from arena.hype import runs
+
+    trial = runs.stage_view(stage, np.random.default_rng(0)).trial
+    shown = 0.0
+    if stage.kind == "time":
+        shown = current_app.config["HYPE_COUNTDOWN_MS"]
+        if report is not None and report.frames and math.isfinite(report.frame_ms or math.nan):
+            shown += report.frames * report.frame_ms
+    now = utcnow()  # served that long ago: the clock never runs ahead of the real one
+    trial.served_at = now - timedelta(milliseconds=shown + pause_ms)
+    db.session.commit()
+    judged = judged_real(trial) if callable(judged_real) else judged_real
+    return runs.answer(stage, trial.id, judged, report, now=now)

@@ -1,22 +1,27 @@
 """Pure numeric core: no Flask, no SQLAlchemy. Functions over integer-indexed arrays."""
 
-from .bootstrap import BootstrapResult, bootstrap, rank_upper_bounds
-from .bradley_terry import BTResult, aggregate, bradley_terry, is_strongly_connected
-from .elo import EloParams, elo, elo_update, replay_elo
-from .fisher import FisherResult, fisher_intervals
+from arena.ranking.bootstrap import BootstrapResult, bootstrap
+from arena.ranking.bradley_terry import BTResult, aggregate, bradley_terry, is_strongly_connected
+from arena.ranking.elo import EloParams, elo, elo_update, replay_elo
+from arena.ranking.pairs import PairCounts
+from arena.ranking.sandwich import InstantResult, instant_intervals
+from arena.ranking.strata import Calibration, effective_size, post_strata
 
 __all__ = [
     "BTResult",
     "BootstrapResult",
+    "Calibration",
     "EloParams",
-    "FisherResult",
+    "InstantResult",
+    "PairCounts",
     "aggregate",
     "bootstrap",
     "bradley_terry",
+    "effective_size",
     "elo",
     "elo_update",
-    "fisher_intervals",
+    "instant_intervals",
     "is_strongly_connected",
-    "rank_upper_bounds",
+    "post_strata",
     "replay_elo",
 ]

@@ -1,10 +1,23 @@
-"""Bootstrap confidence intervals for Bradley-Terry rankings, resampling aggregated counts.
+"""Bootstrap confidence intervals for Bradley-Terry rankings.
 
-Each round redraws the win-count matrix itself -- a multinomial over its cells with the same
-total, or an independent Poisson count per cell -- so the cost does not grow with the number
-of votes. Rounds are fitted in vectorised batches, warm-started at the point estimate.
-A round whose resampled graph is no longer strongly connected is fitted with the weak prior
-(as the point fit would be) and counted in ``prior_rounds``.
+What is resampled is what varies between repetitions of the study:
+
+* ``resample="unit"`` (the default wherever units exist): whole units -- voters, or
+  prompts -- with replacement, every outcome of a drawn unit coming with it. Votes of one
+  voter are not independent (a careless or idiosyncratic voter moves many at once), so
+  resampling votes as if they were makes intervals too narrow; units fix that.
+* ``resample="vote"``: single votes, as a multinomial over the (pair, outcome) cells.
+
+Ties stay ties in both: a tie is drawn as a tie and only the fit counts it as half a win.
+Within each stratum, n - 1 of its n units are drawn and weighed n / (n - 1) (Rao and Wu's
+rescaling bootstrap), so small strata get their full variance. With post-stratification or
+raking (``calibration``), units are drawn within their cells and the calibration weights are
+recomputed from each replicate's cell totals, so a small
+cell with a large weight widens the intervals as much as it should (design-based), instead
+of being bootstrapped as if its weighted counts were real votes.
+
+Every round is fitted (vectorised in batches, warm-started at the estimate); rank bounds and
+tiers come from the same rounds by one simultaneous procedure (arena.ranking.ranks).
 """
 
 from __future__ import annotations
@@ -12,11 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from .bradley_terry import DEFAULT_PRIOR, ELO_SCALE, LOG10, BTResult, _iterate, bradley_terry
+from arena.ranking import ranks
+from arena.ranking.bradley_terry import DEFAULT_PRIOR, ELO_SCALE, LOG10, BTResult, _iterate
+from arena.ranking.pairs import PairCounts
+from arena.ranking.strata import Calibration
 
-METHODS = ("multinomial", "poisson")
+RESAMPLING = ("unit", "vote")
 
 
 @dataclass(frozen=True)
@@ -24,105 +41,188 @@ class BootstrapResult:
     """Percentile intervals from ``rounds`` resamples.
 
     ``rating_*`` are on the Elo scale (mean 1000), ``score_*`` on the sum-100 scale.
-    ``prob_ahead[i, j]`` is the share of rounds in which i rated above j (separability).
-    ``rank_upper_bound[i]`` = 1 + number of items whose lower bound exceeds i's upper bound.
+    ``prob_ahead[i, j]`` is the share of rounds in which i rated above j; ``ranks`` the
+    simultaneous rank bounds and tiers. ``samples`` are the rounds' centred log-strengths.
     """
 
     point: BTResult
     rounds: int
-    method: str
+    resample: str
     level: float
     rating_low: np.ndarray
     rating_high: np.ndarray
     rating_std: np.ndarray
     score_low: np.ndarray
     score_high: np.ndarray
-    rank_upper_bound: np.ndarray
     prob_ahead: np.ndarray
+    ranks: ranks.RankSets
+    samples: np.ndarray
     prior_rounds: int
     unconverged_rounds: int
 
-
-def rank_upper_bounds(low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """1 + the number of items whose lower bound is above this item's upper bound."""
-    return 1 + (low[None, :] > high[:, None]).sum(axis=1)
-
-
-def _resample(wins: np.ndarray, size: int, method: str, rng: np.random.Generator):
-    n = wins.shape[0]
-    flat = wins.ravel()
-    if method == "poisson":
-        return rng.poisson(flat, size=(size, flat.size)).astype(float).reshape(size, n, n)
-    total = round(flat.sum())
-    counts = rng.multinomial(total, flat / flat.sum(), size=size)
-    return counts.astype(float).reshape(size, n, n)
+    @property
+    def rank_upper_bound(self) -> np.ndarray:
+        """The best rank each item can hold (kept under its former name)."""
+        return self.ranks.best
 
 
-def _strongly_connected_each(batch: np.ndarray, original: np.ndarray) -> np.ndarray:
+def _connected_each(batch: np.ndarray, original: np.ndarray) -> np.ndarray:
     """Strong connectivity of each resampled matrix. A resample keeping every edge of a
     strongly connected original is connected too; only the others need a graph search."""
     out = np.ones(batch.shape[0], dtype=bool)
     edges = original > 0
     lost_an_edge = ~np.all(batch[:, edges] > 0, axis=1)
     for k in np.flatnonzero(lost_an_edge):
-        n, _ = connected_components(batch[k] > 0, directed=True, connection="strong")
-        out[k] = n == 1
+        count, _ = connected_components(batch[k] > 0, directed=True, connection="strong")
+        out[k] = count == 1
     return out
 
 
+class _Resampler:
+    """Draws batches of resampled win matrices (rounds x n x n) from ``data``."""
+
+    def __init__(self, data: PairCounts, resample: str, calibration: Calibration | None):
+        self.n = data.n_items
+        self.calibration = calibration
+        strata = data.stratum if data.stratum is not None else np.zeros(data.n_units, int)
+        self.cells = []  # per stratum: (multinomial probabilities | units, cells matrix)
+        n_strata = int(strata.max()) + 1 if strata.size else 0
+        for s in range(n_strata):
+            units = np.flatnonzero(strata == s)
+            part = _subset(data, units)
+            if resample == "vote":
+                part = part.collapsed()
+            self.cells.append((resample, part.unit_cells(), part.unit_totals(), part.total,
+                               _categories(part) if resample == "vote" else None))
+
+    def batch(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        n = self.n
+        per_stratum, totals = [], []
+        for resample, cells, unit_totals, total, categories in self.cells:
+            if resample == "vote":
+                probs, mapping = categories
+                votes = round(total)
+                counts = (rng.multinomial(max(votes - 1, 1), probs, size=size)
+                          * _rescale(votes))
+                flat = (mapping.T @ counts.T).T
+                totals.append(counts.sum(axis=1).astype(float))
+            else:
+                units = cells.shape[0]
+                picks = rng.multinomial(max(units - 1, 1), np.full(units, 1.0 / units),
+                                        size=size) * _rescale(units)
+                flat = (cells.T @ picks.T).T
+                totals.append(picks @ unit_totals)
+            per_stratum.append(np.asarray(flat))
+        if self.calibration is None:
+            return np.sum(per_stratum, axis=0).reshape(size, n, n)
+        totals = np.stack(totals, axis=1)  # rounds x strata
+        out = np.zeros((size, n * n))
+        for r in range(size):
+            weights = self.calibration.weights(totals[r])
+            for s, flat in enumerate(per_stratum):
+                out[r] += weights[s] * flat[r]
+        return out.reshape(size, n, n)
+
+
+def _rescale(n: int) -> float:
+    """Rao and Wu's (1988) rescaling: draw n - 1 of a stratum's n units and weigh each
+    n / (n - 1), so the bootstrap variance is unbiased for a sum within the stratum (the
+    plain bootstrap's is (n - 1) / n of it, which matters for small cells), as the
+    sandwich's n / (n - 1) correction does."""
+    return n / (n - 1) if n > 1 else 1.0
+
+
+def _subset(data: PairCounts, units: np.ndarray) -> PairCounts:
+    keep = np.isin(data.unit, units)
+    renumber = np.full(data.n_units, -1)
+    renumber[units] = np.arange(units.size)
+    return PairCounts(data.n_items, renumber[data.unit[keep]], data.a[keep], data.b[keep],
+                      data.ab[keep], data.ba[keep], data.tie[keep], units.size)
+
+
+def _categories(part: PairCounts):
+    """Vote-level resampling: probabilities of the (pair, outcome) categories and the matrix
+    mapping category counts to the cells of the half-win matrix."""
+    n = part.n_items
+    counts = np.concatenate([part.ab, part.ba, part.tie])
+    k = part.a.size
+    rows = np.arange(k)
+    forward, backward = part.a * n + part.b, part.b * n + part.a
+    mapping = sparse.csr_matrix(
+        (np.concatenate([np.ones(2 * k), np.full(2 * k, 0.5)]),
+         (np.concatenate([rows, k + rows, 2 * k + rows, 2 * k + rows]),
+          np.concatenate([forward, backward, forward, backward]))), shape=(3 * k, n * n))
+    total = counts.sum()
+    return (counts / total if total else counts), mapping
+
+
 def bootstrap(
-    wins,
+    data,
     *,
     rounds: int = 1000,
-    method: str = "multinomial",
+    resample: str | None = None,
+    calibration: Calibration | None = None,
     rng: np.random.Generator | None = None,
     level: float = 0.95,
     prior: float | None = None,
     tol: float = 1e-8,
     max_iter: int = 10_000,
     batch_size: int = 100,
+    fit: BTResult | None = None,
 ) -> BootstrapResult:
-    """Confidence intervals for :func:`bradley_terry` by resampling ``wins``.
+    """Confidence intervals for :func:`bradley_terry` by resampling.
 
     Parameters
     ----------
-    wins : array-like (n, n)
+    data : PairCounts, or an (n, n) win matrix (one unit of decisive outcomes)
     rounds : int
-        Number of resamples (>= 1; 1000 by default).
-    method : {"multinomial", "poisson"}
+        Number of resamples (>= 2; 1000 by default).
+    resample : {"unit", "vote"}, optional
+        Default: "unit" when ``data`` has more than one unit, else "vote".
+    calibration : Calibration, optional
+        Post-stratification or raking of ``data``'s strata; weights are recomputed in every
+        round.
     rng : numpy.random.Generator
-        Source of randomness; pass a seeded one for reproducible intervals. Independent
-        generators (``rng.spawn``) make parallel runs safe.
+        Pass a seeded one for reproducible intervals.
     level : float
-        Central interval mass (0.95: 2.5th to 97.5th percentile).
+        Central interval mass (0.95: 2.5th to 97.5th percentile), and the family-wise level
+        of the rank bounds and tiers.
     prior : float, optional
         As in :func:`bradley_terry`.
+    fit : BTResult, optional
+        The point estimate, if already computed (it must be the fit of ``data``).
 
     Raises
     ------
     ValueError
-        Unknown method, rounds < 1, level outside (0, 1), or invalid ``wins``.
+        Unknown resampling, rounds < 2, level outside (0, 1), or invalid data.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}")
-    if rounds < 1:
-        raise ValueError("rounds must be >= 1")
+    from arena.ranking.bradley_terry import bradley_terry
+
+    if not isinstance(data, PairCounts):
+        data = PairCounts.from_matrix(data)
+    resample = resample or ("unit" if data.n_units > 1 else "vote")
+    if resample not in RESAMPLING:
+        raise ValueError(f"resample must be one of {RESAMPLING}")
+    if rounds < 2:
+        raise ValueError("rounds must be >= 2")
     if not 0 < level < 1:
         raise ValueError("level must be between 0 and 1")
     rng = rng if rng is not None else np.random.default_rng()
-    point = bradley_terry(wins, prior=prior, tol=min(tol, 1e-10), max_iter=max_iter)
-    wins = np.asarray(wins, dtype=float)
-    n = wins.shape[0]
+    wins = data.weighted_matrix(calibration)
+    point = fit if fit is not None else bradley_terry(wins, prior=prior, tol=min(tol, 1e-10),
+                                                      max_iter=max_iter)
+    n = data.n_items
+    sampler = _Resampler(data, resample, calibration)
     samples = np.empty((rounds, n))
-    prior_rounds = unconverged = 0
-    done = 0
+    prior_rounds = unconverged = done = 0
     while done < rounds:
         size = min(batch_size, rounds - done)
-        batch = _resample(wins, size, method, rng) if n else np.zeros((size, 0, 0))
+        batch = sampler.batch(size, rng) if n else np.zeros((size, 0, 0))
         if prior is not None:
             priors = np.full(size, float(prior))
         else:
-            connected = _strongly_connected_each(batch, wins) if n > 1 else np.ones(size, bool)
+            connected = _connected_each(batch, wins) if n > 1 else np.ones(size, bool)
             priors = np.where(connected, point.prior, DEFAULT_PRIOR)
             prior_rounds += int((priors > 0).sum()) if point.prior == 0 else 0
         log_p0 = np.broadcast_to(point.log_strengths, (size, n))
@@ -130,26 +230,22 @@ def bootstrap(
         unconverged += 0 if converged else size
         samples[done : done + size] = fitted
         done += size
+    return _summarise(point, samples, resample, level, prior_rounds, unconverged)
+
+
+def _summarise(point, samples, resample, level, prior_rounds, unconverged) -> BootstrapResult:
+    rounds = samples.shape[0]
     ratings = ELO_SCALE * samples / LOG10
     ratings = ratings - ratings.mean(axis=1, keepdims=True) + 1000.0
-    strengths = np.exp(samples)
+    strengths = np.exp(samples - samples.max(axis=1, keepdims=True))
     scores = 100.0 * strengths / strengths.sum(axis=1, keepdims=True)
     tail = 100.0 * (1.0 - level) / 2.0
     low, high = np.percentile(ratings, [tail, 100.0 - tail], axis=0)
     s_low, s_high = np.percentile(scores, [tail, 100.0 - tail], axis=0)
-    prob_ahead = (ratings[:, :, None] > ratings[:, None, :]).mean(axis=0)
     return BootstrapResult(
-        point=point,
-        rounds=rounds,
-        method=method,
-        level=level,
-        rating_low=low,
-        rating_high=high,
-        rating_std=ratings.std(axis=0, ddof=1) if rounds > 1 else np.zeros(n),
-        score_low=s_low,
-        score_high=s_high,
-        rank_upper_bound=rank_upper_bounds(low, high),
-        prob_ahead=prob_ahead,
-        prior_rounds=prior_rounds,
-        unconverged_rounds=unconverged,
-    )
+        point=point, rounds=rounds, resample=resample, level=level,
+        rating_low=low, rating_high=high, rating_std=ratings.std(axis=0, ddof=1),
+        score_low=s_low, score_high=s_high,
+        prob_ahead=(ratings[:, :, None] > ratings[:, None, :]).mean(axis=0),
+        ranks=ranks.from_samples(point.log_strengths, samples, level), samples=samples,
+        prior_rounds=prior_rounds, unconverged_rounds=unconverged)

@@ -149,9 +149,15 @@ def _data_flags(wins: np.ndarray) -> list[str]:
 def _iterate(wins: np.ndarray, log_p0: np.ndarray, prior: float, tol: float, max_iter: int):
     """Newman's iteration on a batch: ``wins`` (..., n, n), ``log_p0`` (..., n).
 
+    Without a prior the likelihood does not see a common shift of the log-strengths, so
+    they are re-centred every sweep. With one (a > 0) the virtual item of strength 1 fixes
+    the scale and the posterior mode is a point, not a line: re-centring would move away
+    from it, so those rows are centred only once converged, for reporting.
+
     Returns centred log-strengths, iterations and whether every item of the batch converged.
     """
-    log_p = log_p0 - log_p0.mean(axis=-1, keepdims=True)
+    free = np.asarray(prior) == 0  # scalar, or one flag per batch member shaped (..., 1)
+    log_p = np.where(free, log_p0 - log_p0.mean(axis=-1, keepdims=True), log_p0)
     damped = False
     previous_step = np.inf
     for iteration in range(1, max_iter + 1):
@@ -166,15 +172,15 @@ def _iterate(wins: np.ndarray, log_p0: np.ndarray, prior: float, tol: float, max
             new = np.log(num) - np.log(den)
         if damped:
             new = 0.5 * (new + log_p)
-        new -= new.mean(axis=-1, keepdims=True)
+        new = np.where(free, new - new.mean(axis=-1, keepdims=True), new)
         step = float(np.max(np.abs(new - log_p))) if new.size else 0.0
         log_p = new
         if step < tol:
-            return log_p, iteration, True
+            return log_p - log_p.mean(axis=-1, keepdims=True), iteration, True
         if not damped and iteration > 2 and step > 0.95 * previous_step:
             damped = True  # oscillation (bipartite graph): halve the step in log space
         previous_step = step
-    return log_p, max_iter, False
+    return log_p - log_p.mean(axis=-1, keepdims=True), max_iter, False
 
 
 def _result(log_p, iterations, converged, prior, connected, flags) -> BTResult:

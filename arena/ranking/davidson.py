@@ -14,7 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from .bradley_terry import ELO_CENTER, ELO_SCALE, LOG10, _check_wins, is_strongly_connected
+from arena.ranking.bradley_terry import (
+    ELO_CENTER,
+    ELO_SCALE,
+    LOG10,
+    _check_wins,
+    is_strongly_connected,
+)
 
 
 @dataclass(frozen=True)
@@ -93,3 +99,84 @@ def davidson(wins, ties, *, tol: float = 1e-10, max_iter: int = 10_000) -> David
         converged=bool(result.success),
         iterations=int(result.nit),
     )
+
+
+@dataclass(frozen=True)
+class DavidsonIntervals:
+    """Percentile intervals (Elo scale) from bootstrap refits; ``samples`` are the rounds'
+    centred log-strengths, ``failed`` the rounds whose decisive results admitted no fit."""
+
+    low: np.ndarray
+    high: np.ndarray
+    samples: np.ndarray
+    failed: int
+
+
+def davidson_bootstrap(data, *, rounds: int = 1000, resample: str = "unit",
+                       rng: np.random.Generator | None = None,
+                       level: float = 0.95) -> DavidsonIntervals:
+    """Resample ``data`` (a :class:`~arena.ranking.pairs.PairCounts`) by unit (voters, with
+    all their votes) or by vote -- ties drawn as ties -- with Rao and Wu's rescaling, and
+    refit Davidson's model each round.
+
+    Raises
+    ------
+    ValueError
+        rounds < 2, a level outside (0, 1) or an unknown resampling.
+    """
+    if rounds < 2 or not 0 < level < 1 or resample not in ("unit", "vote"):
+        raise ValueError("rounds must be >= 2, level in (0, 1), resample unit or vote")
+    rng = rng if rng is not None else np.random.default_rng()
+    n = data.n_items
+    if resample == "vote" or data.n_units < 2:
+        data = data.collapsed()
+        draw = _vote_draws(data, rng)
+    else:
+        draw = _unit_draws(data, rng)
+    samples, failed = [], 0
+    for _ in range(rounds):
+        ab, ba, tie = draw()
+        wins = np.zeros((n, n))
+        ties = np.zeros((n, n))
+        np.add.at(wins, (data.a, data.b), ab)
+        np.add.at(wins, (data.b, data.a), ba)
+        np.add.at(ties, (data.a, data.b), tie)
+        ties = ties + ties.T
+        try:
+            samples.append(davidson(wins, ties).log_strengths)
+        except ValueError:
+            failed += 1
+    if len(samples) < 2:
+        raise ValueError("too few bootstrap rounds admitted a Davidson fit")
+    samples = np.asarray(samples)
+    ratings = ELO_SCALE * samples / LOG10
+    ratings = ratings - ratings.mean(axis=1, keepdims=True) + ELO_CENTER
+    tail = 100.0 * (1.0 - level) / 2.0
+    low, high = np.percentile(ratings, [tail, 100.0 - tail], axis=0)
+    return DavidsonIntervals(low, high, samples, failed)
+
+
+def _unit_draws(data, rng):
+    units = data.n_units
+    scale = units / (units - 1)
+
+    def draw():
+        picks = rng.multinomial(units - 1, np.full(units, 1.0 / units)) * scale
+        w = picks[data.unit]
+        return w * data.ab, w * data.ba, w * data.tie
+
+    return draw
+
+
+def _vote_draws(data, rng):
+    counts = np.concatenate([data.ab, data.ba, data.tie])
+    total = round(float(counts.sum()))
+    probs = counts / counts.sum()
+    scale = total / (total - 1) if total > 1 else 1.0
+    k = data.a.size
+
+    def draw():
+        c = rng.multinomial(max(total - 1, 1), probs) * scale
+        return c[:k], c[k:2 * k], c[2 * k:]
+
+    return draw

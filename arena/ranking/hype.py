@@ -2,10 +2,19 @@
 
 HYPE-infinity: each evaluator judges real and fake images without a time limit; the score is
 the share of wrong answers (the deception rate), with the fakes error (fakes judged real) and
-the reals error (reals judged fake), and a bootstrap interval resampling evaluators.
+the reals error (reals judged fake). Its interval is a two-way bootstrap: evaluators and
+images are both samples (another study would have other people and other images), so both
+are resampled (Owen's pigeonhole bootstrap); resampling evaluators alone covered 91-93%.
+The spread between evaluators is reported beside it.
 
-HYPE-time: an adaptive staircase sets the exposure; an evaluator's score is the mean over
-blocks of the block's modal (actual) exposure; a model's score the mean over its evaluators.
+HYPE-time: an adaptive staircase sets the exposure; an evaluator's threshold is the exposure
+at which they would be right 75% of the time, from a maximum-likelihood psychometric fit
+(accuracy against log exposure: a guess rate of 1/2, a lapse rate, a logistic), leaving out
+each block's approach to the threshold (the trials before its first reversal); a model's
+score is the mean over its evaluators, with a bootstrap interval over evaluators. The
+paper's figure (the mean over blocks of the block's modal exposure, approach included) is
+kept beside it for comparability: it was biased +6.5% at a true 150 ms threshold and -6.2%
+at 700 ms; the fit is within 2% (benchmarks/coverage.py).
 
 The paper's staircase is "+10 ms after errors, -30 ms after correct ... 3-up/1-down, 75%
 threshold". Read literally (30 ms faster after three correct in a row, 10 ms slower after
@@ -101,6 +110,7 @@ class Trials:
     judged_real: np.ndarray
     exposure_ms: np.ndarray | None = None
     block: np.ndarray | None = None
+    image: np.ndarray | None = None  # which image each trial showed (for the two-way bootstrap)
 
     @property
     def correct(self) -> np.ndarray:
@@ -143,6 +153,8 @@ class ModelScore:
     evaluators: int
     answers: int
     rank: int = 0
+    spread: float | None = None  # standard deviation between evaluators
+    paper_score: float | None = None  # HYPE-time: the paper's mode-based figure
 
 
 @dataclass
@@ -171,12 +183,41 @@ def _rank(scores: list[ModelScore]) -> list[ModelScore]:
     return scores
 
 
+def two_way_bootstrap(evaluator: np.ndarray, image: np.ndarray | None, wrong: np.ndarray,
+                      rounds: int, rng: np.random.Generator,
+                      batch: int = 500) -> np.ndarray:
+    """Bootstrap of the share of wrong answers over trials crossed by evaluators and images:
+    each round draws evaluators and images with replacement and weighs a trial by how often
+    both were drawn (Owen 2007). Without images, evaluators alone."""
+    e_index = np.unique(evaluator, return_inverse=True)[1].ravel()
+    n_e = int(e_index.max()) + 1
+    if image is None:
+        i_index, n_i = np.zeros(e_index.size, dtype=int), 1
+    else:
+        i_index = np.unique(image, return_inverse=True)[1].ravel()
+        n_i = int(i_index.max()) + 1
+    wrong = wrong.astype(float)
+    out = np.empty(rounds)
+    for start in range(0, rounds, batch):
+        size = min(batch, rounds - start)
+        w_e = rng.multinomial(n_e, np.full(n_e, 1.0 / n_e), size=size)[:, e_index]
+        w_i = (rng.multinomial(n_i, np.full(n_i, 1.0 / n_i), size=size)[:, i_index]
+               if n_i > 1 else 1)
+        weight = w_e * w_i
+        total = weight.sum(axis=1)
+        out[start:start + size] = np.where(total > 0, weight @ wrong / np.maximum(total, 1),
+                                           np.nan)
+    return out[np.isfinite(out)]
+
+
 def score_infinity(trials: Trials, *, rounds: int = 10_000,
                    rng: np.random.Generator | None = None, level: float = 0.95
                    ) -> tuple[list[ModelScore], dict[str, np.ndarray]]:
-    """HYPE-infinity per model: deception rate (% wrong), fakes and reals error (%), and a
-    bootstrap interval resampling evaluators. Returns the scores, best (most deceptive)
-    first, and each model's per-evaluator error rates (for separability tests)."""
+    """HYPE-infinity per model: deception rate (% wrong), fakes and reals error (%), a
+    two-way bootstrap interval (evaluators x images, evaluators only when the trials do not
+    say which image they showed) and the spread between evaluators. Returns the scores, best
+    (most deceptive) first, and each model's per-evaluator error rates (for separability
+    tests)."""
     rng = rng if rng is not None else np.random.default_rng()
     belongs = evaluator_models(trials)
     wrong = ~trials.correct
@@ -188,7 +229,9 @@ def score_infinity(trials: Trials, *, rounds: int = 10_000,
         errors = np.array([wrong[mask & (trials.evaluator == e)].sum() for e in evaluators],
                           float)
         answers = np.array([(mask & (trials.evaluator == e)).sum() for e in evaluators], float)
-        boot = 100 * _bootstrap_mean(errors / answers, answers, rounds, rng)
+        images = trials.image[mask] if trials.image is not None else None
+        boot = 100 * two_way_bootstrap(trials.evaluator[mask], images, wrong[mask], rounds,
+                                       rng)
         fakes = mask & ~trials.is_real
         reals = mask & trials.is_real
         per_evaluator[model] = 100 * errors / answers
@@ -202,6 +245,7 @@ def score_infinity(trials: Trials, *, rounds: int = 10_000,
             ci_high=float(np.percentile(boot, 100 - tail)),
             evaluators=len(evaluators),
             answers=int(answers.sum()),
+            spread=float(per_evaluator[model].std(ddof=1)) if len(evaluators) > 1 else None,
         ))
     return _rank(scores), per_evaluator
 
@@ -215,11 +259,91 @@ def modal_exposure(exposures: np.ndarray, bin_ms: float = 10.0) -> float:
     return float(np.mean([value for value, n in counts.items() if n == top]))
 
 
+GUESS = 0.5  # two answers: a blind guess is right half the time
+TARGET = 0.75  # the accuracy HYPE-time's threshold is defined at
+MAX_LAPSE = 0.1  # wrong answers however long the image shows (a slip, a lost look)
+EXPOSURE_RANGE = (100.0, 1000.0)  # the staircase's range; thresholds are held within it
+
+
+@dataclass(frozen=True)
+class Psychometric:
+    """One evaluator's fitted psychometric function: P(right | t) = GUESS + (1 - GUESS -
+    lapse) / (1 + exp(-slope (log t - log midpoint))), and its TARGET threshold."""
+
+    threshold_ms: float
+    midpoint_ms: float
+    slope: float
+    lapse: float
+    trials: int
+    converged: bool
+
+
+def after_approach(correct: np.ndarray, block: np.ndarray) -> np.ndarray:
+    """Which trials to fit: each block's trials from its first reversal on (the first
+    answer that differs from the block's first answer). Before it the staircase is still
+    travelling from its start (500 ms) towards the threshold, and the trials it spends there
+    (a run of right answers from far above a short threshold) would pull the estimate."""
+    correct = np.asarray(correct, bool)
+    block = np.asarray(block)
+    keep = np.zeros(correct.size, bool)
+    for b in dict.fromkeys(block.tolist()):
+        idx = np.flatnonzero(block == b)
+        change = np.flatnonzero(correct[idx] != correct[idx[0]])
+        if change.size:
+            keep[idx[change[0]:]] = True
+    return keep
+
+
+def fit_psychometric(exposure_ms, correct, *, guess: float = GUESS, target: float = TARGET,
+                     max_lapse: float = MAX_LAPSE,
+                     bounds: tuple[float, float] = EXPOSURE_RANGE) -> Psychometric:
+    """Maximum-likelihood psychometric fit (midpoint, slope and lapse; the guess rate
+    fixed) and its ``target`` threshold, held within ``bounds``.
+
+    Raises
+    ------
+    ValueError
+        Without trials, or with an exposure that is not positive.
+    """
+    from scipy.optimize import minimize
+    from scipy.special import expit, logit
+
+    t = np.asarray(exposure_ms, float)
+    y = np.asarray(correct, float)
+    if t.size == 0 or np.any(t <= 0):
+        raise ValueError("the fit needs trials with positive exposures")
+    x = np.log(t)
+
+    def objective(params):
+        mid, log_slope, lapse = params
+        p = guess + (1 - guess - lapse) * expit(np.exp(log_slope) * (x - mid))
+        p = np.clip(p, 1e-9, 1 - 1e-9)
+        return -(y * np.log(p) + (1 - y) * np.log(1 - p)).sum()
+
+    start = np.array([np.median(x), np.log(3.0), 0.02])
+    limits = [(np.log(10.0), np.log(10_000.0)), (np.log(0.2), np.log(60.0)), (0.0, max_lapse)]
+    result = minimize(objective, start, method="L-BFGS-B", bounds=limits)
+    mid, log_slope, lapse = result.x
+    level = (target - guess) / (1 - guess - lapse)
+    threshold = float(np.exp(mid + logit(min(max(level, 1e-6), 1 - 1e-6)) / np.exp(log_slope)))
+    return Psychometric(float(np.clip(threshold, *bounds)), float(np.exp(mid)),
+                        float(np.exp(log_slope)), float(lapse), int(t.size),
+                        bool(result.success))
+
+
+def paper_threshold(exposure_ms: np.ndarray, block: np.ndarray) -> float:
+    """The paper's HYPE-time figure for one evaluator: the mean over blocks of each block's
+    modal exposure."""
+    return float(np.mean([modal_exposure(exposure_ms[block == b])
+                          for b in dict.fromkeys(block.tolist())]))
+
+
 def score_time(trials: Trials, *, rounds: int = 10_000, rng: np.random.Generator | None = None,
                level: float = 0.95) -> tuple[list[ModelScore], dict[str, np.ndarray]]:
-    """HYPE-time per model: per evaluator, the mean over blocks of the block's modal actual
-    exposure; the model's score is the mean over evaluators, with a bootstrap interval
-    resampling evaluators. Longer is more realistic."""
+    """HYPE-time per model: the mean over its evaluators of their fitted 75% thresholds
+    (:func:`fit_psychometric` on the trials after each block's approach), with a bootstrap
+    interval resampling evaluators, the spread between them, and the paper's mode-based
+    figure beside it. Longer is more realistic."""
     if trials.exposure_ms is None or trials.block is None:
         raise ValueError("HYPE-time needs exposure_ms and block for every trial")
     rng = rng if rng is not None else np.random.default_rng()
@@ -229,14 +353,18 @@ def score_time(trials: Trials, *, rounds: int = 10_000, rng: np.random.Generator
     scores, per_evaluator = [], {}
     for model in sorted(set(belongs.values())):
         evaluators = sorted(e for e, m in belongs.items() if m == model)
-        values = []
+        values, paper = [], []
         answers = 0
         for e in evaluators:
-            mine = trials.evaluator == e
-            answers += int(mine.sum())
-            blocks = sorted(set(trials.block[mine].tolist()))
-            values.append(np.mean([modal_exposure(trials.exposure_ms[mine & (trials.block == b)])
-                                   for b in blocks]))
+            mine = np.flatnonzero(trials.evaluator == e)
+            answers += mine.size
+            exposure, block = trials.exposure_ms[mine], trials.block[mine]
+            right = trials.correct[mine]
+            keep = after_approach(right, block)
+            if not keep.any():
+                keep[:] = True
+            values.append(fit_psychometric(exposure[keep], right[keep]).threshold_ms)
+            paper.append(paper_threshold(exposure, block))
         values = np.asarray(values, float)
         boot = _bootstrap_mean(values, None, rounds, rng)
         mask = np.isin(trials.evaluator, evaluators)
@@ -248,7 +376,9 @@ def score_time(trials: Trials, *, rounds: int = 10_000, rng: np.random.Generator
             reals_error=100 * wrong[reals].mean() if reals.any() else None,
             std=float(boot.std(ddof=1)), ci_low=float(np.percentile(boot, tail)),
             ci_high=float(np.percentile(boot, 100 - tail)), evaluators=len(evaluators),
-            answers=answers))
+            answers=answers,
+            spread=float(values.std(ddof=1)) if len(values) > 1 else None,
+            paper_score=float(np.mean(paper))))
     return _rank(scores), per_evaluator
 
 

@@ -1,15 +1,14 @@
 // Arena voter page behaviour. Plain forms work without this file; it adds:
 // - Continue stays disabled until an image is chosen, and the response time is measured;
-// - alignment captions are revealed one word at a time, and the images stay disabled until
-//   the voter confirms having read the caption.
+// - alignment captions are revealed one word at a time before the voter may confirm having
+//   read them (the server keeps the images disabled until it accepts that confirmation).
 (function () {
   "use strict";
 
   function initCard(card) {
     if (!card || card.dataset.ready) return;
     card.dataset.ready = "1";
-    var submit = card.querySelector("button[type=submit]");
-    var pair = card.querySelector("fieldset.pair");
+    var submit = card.querySelector("button[name=continue]");
     var timing = card.querySelector("input[name=response_ms]");
     var shownAt = performance.now();
 
@@ -20,23 +19,15 @@
       if (submit) submit.disabled = false;
     });
 
-    var revealMs = parseInt(card.dataset.revealMs || "", 10);
-    if (!revealMs || !pair) return;
+    // Alignment: reveal the caption one word at a time; the server-rendered "I have read
+    // the caption" button (which htmx posts) stays disabled until the last word is shown.
+    // The server enforces the same timing, so this only paces the voter.
+    var wordMs = parseInt(card.dataset.wordMs || "", 10);
+    var confirm = card.querySelector(".confirm-read");
+    if (!wordMs || !confirm) return;
     var words = card.querySelectorAll(".caption .word");
-    var box = card.querySelector(".caption input[name=read_confirmed]");
-    var label = box && box.closest("label");
-    pair.disabled = true;
-    pair.classList.add("locked");
-    if (label) label.hidden = true;
     words.forEach(function (w) { w.classList.add("pending"); });
-
-    var confirm = document.createElement("button");
-    confirm.type = "button";
-    confirm.className = "button confirm-read";
-    confirm.textContent = "I have read the caption";
     confirm.disabled = true;
-    card.querySelector(".caption").appendChild(confirm);
-
     var i = 0;
     var timer = setInterval(function () {
       if (i < words.length) {
@@ -47,16 +38,7 @@
         clearInterval(timer);
         confirm.disabled = false;
       }
-    }, revealMs);
-
-    confirm.addEventListener("click", function () {
-      if (box) box.checked = true;
-      pair.disabled = false;
-      pair.classList.remove("locked");
-      confirm.remove();
-      card.classList.add("read");
-      shownAt = performance.now();
-    });
+    }, wordMs);
   }
 
   function initAll(root) {

@@ -1,7 +1,8 @@
 // HYPE-time presentation. The display's refresh interval is measured first; every duration
 // is a whole number of frames, drawn with requestAnimationFrame; the image's actual on-screen
-// time (first frame shown to first mask frame) is sent with the answer, and the trial is
-// voided when the tab was hidden or a frame was dropped while the image was up.
+// time (first frame shown to first mask frame), the frame count and the refresh interval are
+// sent with the answer (the server checks they add up), and the trial is voided when the tab
+// was hidden or a frame was dropped while the image was up.
 (function () {
   "use strict";
   var frameMs = null;
@@ -85,8 +86,9 @@
         body.append("trial_id", card.dataset.trial);
         body.append("judged", button.dataset.judged);
         body.append("actual_ms", actual.toFixed(1));
+        body.append("frames", String(frames));
+        body.append("frame_ms", frame.toFixed(3));
         body.append("voided", hidden || dropped ? "1" : "0");
-        body.append("frame_ms", frame.toFixed(2));
         var response = await fetch(card.dataset.answerUrl, {method: "POST", body: body,
                                                             headers: {"HX-Request": "true"}});
         var html = await response.text();

@@ -26,26 +26,18 @@
     }
   });
 
-  function parseManifest(text) {
-    var map = {};
-    var lines = text.split(/\r?\n/).filter(function (l) { return l.trim(); });
-    var head = (lines.shift() || "").split(",").map(function (h) { return h.trim().toLowerCase(); });
-    var pi = head.indexOf("prompt_id"), pa = head.indexOf("path");
-    if (pi < 0 || pa < 0) throw new Error("manifest.csv: line 1: the header must be prompt_id,path");
-    lines.forEach(function (line) {
-      var cells = line.split(",");
-      map[(cells[pa] || "").trim().split("/").pop()] = (cells[pi] || "").trim();
-    });
-    return map;
-  }
-
-  function readText(file) {
-    return new Promise(function (resolve, reject) {
-      var reader = new FileReader();
-      reader.onload = function () { resolve(reader.result); };
-      reader.onerror = reject;
-      reader.readAsText(file);
-    });
+  // The server checks the manifest alone first, so a bad one stops the batch before any
+  // file is sent; its refusal comes back as a result row naming the line.
+  async function manifestAccepted(manifestFile) {
+    var body = new FormData();
+    body.append("csrf_token", token);
+    body.append("images", manifestFile, manifestFile.name);
+    var response = await fetch(form.action, {method: "POST", body: body,
+                                              headers: {"HX-Request": "true"}});
+    if (response.ok) return true;
+    list.insertAdjacentHTML("beforeend", await response.text());
+    status.textContent = "The manifest was refused: nothing was uploaded.";
+    return false;
   }
 
   form.addEventListener("submit", async function (event) {
@@ -53,14 +45,11 @@
     var files = Array.prototype.slice.call(input.files);
     var manifestFile = files.find(function (f) { return f.name === "manifest.csv"; });
     var images = files.filter(function (f) { return f !== manifestFile; });
-    var manifest = {};
-    try {
-      if (manifestFile) manifest = parseManifest(await readText(manifestFile));
-    } catch (err) {
-      status.textContent = err.message;
+    form.querySelector("button[type=submit]").disabled = true;
+    if (manifestFile && !(await manifestAccepted(manifestFile))) {
+      form.querySelector("button[type=submit]").disabled = false;
       return;
     }
-    form.querySelector("button[type=submit]").disabled = true;
     bar.hidden = false;
     bar.max = images.length;
     bar.value = 0;
@@ -70,7 +59,8 @@
       var body = new FormData();
       body.append("csrf_token", token);
       body.append("images", images[i], images[i].name);
-      if (manifest[images[i].name]) body.append("prompt_id", manifest[images[i].name]);
+      // The server reads the manifest (one parser for every channel): send it along.
+      if (manifestFile) body.append("images", manifestFile, manifestFile.name);
       try {
         var response = await fetch(form.action, {method: "POST", body: body,
                                                   headers: {"HX-Request": "true"}});

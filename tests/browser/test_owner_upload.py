@@ -1,24 +1,19 @@
 """An owner uploads a batch in real Chromium: progress, per-file results, good files kept."""
 
-from pathlib import Path
-
 from sqlalchemy import func, select
 
-from arena import owners
+from arena.campaigns import campaigns
+from arena.catalog import ingest
 from arena.extensions import db
-from arena.models import Comparison, Image, Prompt, PromptSet
-
-IMAGES = Path(__file__).resolve().parent.parent / "data" / "images"
+from arena.models import Comparison, GenModel, Image, Prompt
+from tests.datasets import IMAGES
+from tests.factories import make_model, make_owner, make_prompt_set
 
 
 def test_owner_uploads_a_batch_with_progress(app, live_server, phone, tmp_path):
     with app.app_context():
-        prompt_set = PromptSet(name="s")
-        db.session.add(prompt_set)
-        db.session.flush()
-        db.session.add(Prompt(prompt_set_id=prompt_set.id, position=1, text="a red cube"))
-        db.session.commit()
-        token = owners.create_owner("acme")
+        make_prompt_set("s", ["a red cube"])
+        owner, token = make_owner("acme")
         pid = db.session.scalar(select(Prompt.id))
     batch = tmp_path / "batch"
     batch.mkdir()
@@ -34,10 +29,7 @@ def test_owner_uploads_a_batch_with_progress(app, live_server, phone, tmp_path):
     phone.get_by_role("button", name="Register").tap()
     phone.get_by_role("heading", name="Acme-1").wait_for()
     with app.app_context():  # the operator lets the new model join a live campaign
-        from arena import campaigns, ingest
-        from arena.models import GenModel, Owner
-
-        rival = owners.register_model(db.session.scalar(select(Owner)), "Rival")
+        rival = make_model("Rival", owner)
         assert ingest.ingest_image(rival, pid, (IMAGES / "ok.webp").read_bytes(),
                                    "r.webp").ok
         campaign = campaigns.create_campaign("Live", "s", ["Rival"])

@@ -1,12 +1,13 @@
 """A whole voting session per criterion on a phone, in real Chromium."""
 
 import pytest
+from playwright.sync_api import expect
 from sqlalchemy import delete, select
 
 from arena.config import QUESTIONS
 from arena.extensions import db
-from arena.models import Comparison, Vote
-from tests.factories import make_campaign
+from arena.models import Comparison, Task, Vote
+from tests.factories import make_campaign, vote_as
 
 
 @pytest.fixture
@@ -61,6 +62,7 @@ def test_session_of_three_tasks(app, only, live_server, phone, criterion):
 def test_alignment_reveals_caption_word_by_word_and_gates_the_images(app, only, live_server,
                                                                      phone):
     only("alignment")
+    app.config["REVEAL_WORD_MS"] = 90  # quicker than people read, still one word at a time
     phone.goto(live_server + "/")
     phone.get_by_role("button", name="Start").tap()
     for position in (1, 2, 3):
@@ -77,14 +79,19 @@ def test_alignment_reveals_caption_word_by_word_and_gates_the_images(app, only, 
         card.locator("label.choice").nth(0).tap(force=True)
         assert not card.locator("input[name=choice]").nth(0).is_checked()
         # then every word appears, one at a time, and the confirmation unlocks the images
-        phone.wait_for_function(
-            "() => document.querySelectorAll('.caption .word.pending').length === 0")
-        confirm.tap()
+        expect(card.locator(".caption .word.pending")).to_have_count(0)
+        assert confirm.is_enabled()
+        confirm.tap()  # the server accepts it (the reveal is over) and unlocks the card
+        card.locator("fieldset.pair:not([disabled])").wait_for()
+        assert confirm.count() == 0
         assert card.locator("input[name=choice]").nth(0).is_enabled()
         answer_task(phone, position, "right")
     phone.get_by_role("heading", name="Thank you!").wait_for()
     with app.app_context():
         assert len(db.session.scalars(select(Vote)).all()) == 3
+        reads = db.session.execute(select(Task.shown_at, Task.read_confirmed_at)).all()
+        words_ms = 9 * app.config["REVEAL_WORD_MS"]
+        assert all((read - shown).total_seconds() * 1000 >= words_ms for shown, read in reads)
 
 
 def test_wrong_gold_answer_warns_then_next_session(app, live_server, phone):
@@ -136,8 +143,6 @@ def test_landing_fits_a_360px_phone_and_refuses_minors(app, live_server, browser
 def test_leaderboard_filters_swap_the_board(app, live_server, phone):
     app.config["VALIDATION_RATE"] = 0.0
     with app.app_context():
-        from tests.unit.test_rankings import vote_as
-
         make_campaign()
         vote_as({"country": "FR"}, ["model-0", "model-1", "model-2"])
         vote_as({"country": "JP"}, ["model-2", "model-1", "model-0"], seed=3)

@@ -1,9 +1,6 @@
 """Bradley-Terry core: golden agreement with choix, the traps measured on public fitters,
 and properties that must hold for any data."""
 
-import json
-from pathlib import Path
-
 import choix
 import numpy as np
 import pytest
@@ -12,47 +9,12 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from arena.ranking import aggregate, bradley_terry, is_strongly_connected
-
-DATA = Path(__file__).resolve().parent.parent / "data"
+from tests.datasets import load_chess, load_football, synthetic
 
 
 def choix_centred(wins):
     ref = choix.ilsr_pairwise_dense(np.asarray(wins, float), tol=1e-13, max_iter=100_000)
     return ref - ref.mean()
-
-
-def synthetic(n, votes, seed):
-    rng = np.random.default_rng(seed)
-    strength = rng.normal(0, 1, n)
-    a = rng.integers(0, n, votes)
-    b = rng.integers(0, n - 1, votes)
-    b = b + (b >= a)
-    a_wins = rng.random(votes) < 1 / (1 + np.exp(strength[b] - strength[a]))
-    return aggregate(np.where(a_wins, a, b), np.where(a_wins, b, a), n), strength
-
-
-def load_chess():
-    games = json.loads((DATA / "computer_chess.short.json").read_text())
-    names = sorted({name for g in games for name in g[:2]})
-    index = {name: i for i, name in enumerate(names)}
-    winners = [index[g[1] if g[2] == "0-1" else g[0]] for g in games]
-    losers = [index[g[0] if g[2] == "0-1" else g[1]] for g in games]
-    ties = [g[2] == "1/2-1/2" for g in games]
-    return aggregate(winners, losers, len(names), ties=ties), names
-
-
-def load_football():
-    matches = json.loads((DATA / "football.en.1.json").read_text())["matches"]
-    names = sorted({m[k] for m in matches for k in ("team1", "team2")})
-    index = {name: i for i, name in enumerate(names)}
-    w, lo, t = [], [], []
-    for m in matches:
-        g1, g2 = m["score"]["ft"]
-        a, b = index[m["team1"]], index[m["team2"]]
-        w.append(a if g1 >= g2 else b)
-        lo.append(b if g1 >= g2 else a)
-        t.append(g1 == g2)
-    return aggregate(w, lo, len(names), ties=t), names
 
 
 def test_two_items_hand_computed():
@@ -213,3 +175,35 @@ def test_empty_and_single_item_inputs():
     assert bradley_terry(np.zeros((0, 0))).scores.size == 0
     single = bradley_terry([[0]])
     assert single.scores.tolist() == [100.0] and single.ratings.tolist() == [1000.0]
+
+
+def _map_objective(wins, prior):
+    """Negative log posterior of Newman's prior: a wins and a losses against strength 1."""
+    def f(theta):
+        diff = theta[:, None] - theta[None, :]
+        loglik = -(wins * np.logaddexp(0.0, -diff)).sum()
+        logprior = -prior * (np.logaddexp(0.0, -theta) + np.logaddexp(0.0, theta)).sum()
+        return -(loglik + logprior)
+    return f
+
+
+def test_prior_fit_is_the_exact_posterior_mode_on_sparse_data():
+    """With a prior the scale is fixed: the fit must be the mode itself, not a re-centred
+    neighbour of it (the audit found up to 0.022 log units off, 2 models swapped). Checked
+    against a direct optimiser on hundreds of sparse random sets."""
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(300):
+        n = int(rng.integers(3, 9))
+        wins = rng.poisson(rng.uniform(0.05, 0.8), (n, n)).astype(float)
+        np.fill_diagonal(wins, 0.0)
+        wins *= rng.random((n, n)) < 0.6  # sparse: many pairs never met
+        prior = float(rng.choice([0.5, 1.0, 2.0]))
+        fit = bradley_terry(wins, prior=prior, tol=1e-13)
+        direct = minimize(_map_objective(wins, prior), np.zeros(n), method="BFGS",
+                          options={"gtol": 1e-11})
+        mode = direct.x - direct.x.mean()
+        worst = max(worst, float(np.abs(fit.log_strengths - mode).max()))
+    assert worst < 1e-6, worst

@@ -1,31 +1,31 @@
+import io
 from datetime import timedelta
-from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 from sqlalchemy import func, select
 
-from arena import campaigns, ingest, matchmaking, owners, voters, voting
+from arena.campaigns import campaigns
+from arena.campaigns.progress import progress
+from arena.catalog import ingest
+from arena.catalog.images import ImageRejected
+from arena.errors import Conflict, Invalid, NotFound
 from arena.extensions import db
-from arena.models import Comparison, Owner, Prompt, utcnow
-
-IMAGES = Path(__file__).resolve().parent.parent / "data" / "images"
-COLOURS = ["ok.png", "ok.jpg", "ok.webp", "cmyk.jpg", "exif_rotated.jpg"]
+from arena.models import Comparison, Prompt, utcnow
+from arena.voting import matchmaking
+from tests.datasets import IMAGES
+from tests.factories import answer, make_model, make_owner, new_voter
 
 
 @pytest.fixture
 def three_models(ctx):
     """DrawBench (shipped, imported on first use) and three models with images on two
     prompts: A and B with 2 images each, C with 1."""
-    owners.create_owner("o")
-    owner = db.session.scalar(select(Owner))
-    for name in ("A", "B", "C"):
-        owners.register_model(owner, name)
+    owner, _ = make_owner("o")
+    models = {name: make_model(name, owner) for name in ("A", "B", "C")}
     campaign = campaigns.create_campaign("Bench", "DrawBench", ["A", "B"], images_per_model=1)
     prompt_ids = db.session.scalars(select(Prompt.id).order_by(Prompt.id).limit(2)).all()
-    from arena.models import GenModel
-
-    models = {m.name: m for m in db.session.scalars(select(GenModel))}
     k = 0
     for pid in prompt_ids:
         for name, count in (("A", 2), ("B", 2), ("C", 1)):
@@ -37,10 +37,6 @@ def three_models(ctx):
 
 
 def _distinct_png(k: int) -> bytes:
-    import io
-
-    from PIL import Image
-
     buf = io.BytesIO()
     Image.new("RGB", (32, 32), (k * 37 % 256, k * 91 % 256, 120)).save(buf, "PNG")
     return buf.getvalue()
@@ -58,15 +54,19 @@ def test_nothing_reaches_voters_before_publishing(three_models):
     campaign, _ = three_models
     # A vs B, first image of each (images_per_model=1), 2 prompts, 3 criteria
     assert campaigns.publish(campaign) == 6
-    assert count(campaign_id=campaign.id) == 6
-    assert campaigns.publish(campaign) == 0  # idempotent
+    assert count(campaign_id=campaign.id, is_validation=False) == 6
+    # and a first supply of gold pairs made from the campaign's own images
+    assert {c.criterion for c in db.session.scalars(select(Comparison).where(
+        Comparison.is_validation))} == {"preference", "coherence", "alignment"}
+    total = count()
+    assert campaigns.publish(campaign) == 0 and count() == total  # idempotent
 
 
 def test_joining_model_and_new_images_add_only_new_pairs(three_models):
     campaign, _ = three_models
     campaigns.publish(campaign)
     assert campaigns.add_model(campaign, "C") == 2 * 2 * 3  # C vs A and B, 2 prompts
-    with pytest.raises(campaigns.CampaignError):
+    with pytest.raises(Conflict, match="already takes part"):
         campaigns.add_model(campaign, "C")
     # raising the images per model adds the second images only
     campaign.images_per_model = 2
@@ -77,14 +77,16 @@ def test_joining_model_and_new_images_add_only_new_pairs(three_models):
 
 
 def test_bad_definitions(ctx):
-    with pytest.raises(campaigns.CampaignError, match="no prompt set"):
+    with pytest.raises(NotFound, match="no prompt set"):
         campaigns.create_campaign("x", "Nope", [])
-    with pytest.raises(campaigns.CampaignError, match="no model named Ghost"):
+    with pytest.raises(NotFound, match="no model named Ghost"):
         campaigns.create_campaign("x", "DrawBench", ["Ghost"])
-    with pytest.raises(campaigns.CampaignError, match="criteria"):
+    with pytest.raises(Invalid, match="criteria"):
         campaigns.create_campaign("x", "DrawBench", [], ["beauty"])
     empty = campaigns.create_campaign("y", "PartiPrompts", [])
-    with pytest.raises(campaigns.CampaignError, match="at least two models"):
+    with pytest.raises(Conflict, match="exists already"):
+        campaigns.create_campaign("y", "PartiPrompts", [])
+    with pytest.raises(Conflict, match="at least two models"):
         campaigns.publish(empty)
 
 
@@ -94,11 +96,9 @@ def test_gold_pairs(three_models):
                                    (IMAGES / "ok.jpg").read_bytes(), prompt_ids[0],
                                    names=("ok.png", "ok.jpg"))
     assert pair.is_validation and pair.correct_image_id in (pair.image_a_id, pair.image_b_id)
-    with pytest.raises(campaigns.CampaignError, match="identical"):
+    with pytest.raises(Invalid, match="identical"):
         campaigns.add_gold_pair(campaign, "preference", (IMAGES / "ok.png").read_bytes(),
                                 (IMAGES / "ok.png").read_bytes())
-    from arena.images import ImageRejected
-
     with pytest.raises(ImageRejected):
         campaigns.add_gold_pair(campaign, "preference", b"junk", b"junk2")
 
@@ -112,8 +112,7 @@ def test_progress_is_accurate(three_models, ctx):
     rng = np.random.default_rng(0)
     cast = 0
     for country, right in (("KE", True), ("BR", False)):
-        voter, _ = voters.create_voter({"country": country, "age_group": "18-29"})
-        db.session.commit()
+        voter = new_voter({"country": country, "age_group": "18-29"})
         session = matchmaking.start_session(voter, rng, "preference")
         for task in session.tasks:
             gold = task.comparison.correct_image_id
@@ -122,9 +121,9 @@ def test_progress_is_accurate(three_models, ctx):
                 choice = "left" if pick_left else "right"
             else:
                 choice = "left"
-            voting.cast_vote(voter, task.id, choice)
+            answer(voter, task, choice)
             cast += 0 if gold is not None else 1
-    report = campaigns.progress(campaign)
+    report = progress(campaign)
     pref = next(c for c in report.criteria if c["criterion"] == "preference")
     assert pref == {"criterion": "preference", "comparisons": 2, "collected": cast,
                     "needed": 2 * 26}
@@ -133,7 +132,21 @@ def test_progress_is_accurate(three_models, ctx):
     assert {p["models"] for p in report.pairs} == {"A vs B"}
     assert report.voters == 2
     assert dict(report.demographics["continent"]) == {"AF": 1, "SA": 1}
-    assert report.validation == {"pairs": 1, "voters": 2, "passed": 1, "failed": 1}
+    pairs = count(campaign_id=campaign.id, is_validation=True)
+    assert pairs > 1  # the hand-made one and those made from the campaign's images
+    assert report.validation == {"pairs": pairs, "voters": 2, "passed": 1, "failed": 1}
     assert report.votes_per_hour > 0 and report.eta_hours > 0
-    later = campaigns.progress(campaign, now=utcnow() + timedelta(days=2))
+    later = progress(campaign, now=utcnow() + timedelta(days=2))
     assert later.votes_per_hour is None and later.eta_hours is None
+
+
+def test_campaign_list_totals_match_each_progress_page(three_models):
+    campaign, _ = three_models
+    campaigns.publish(campaign)
+    campaigns.create_campaign("Draft", "DrawBench", ["A", "C"])
+    rows = {s.name: s for s in campaigns.summaries()}
+    assert rows["Draft"].published is False and rows["Draft"].needed == 0
+    report = progress(campaign)
+    bench = rows["Bench"]
+    assert (bench.votes, bench.needed, bench.models, bench.prompt_set) == (
+        report.votes_total, report.needed_total, 2, "DrawBench")

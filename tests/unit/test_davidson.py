@@ -4,7 +4,7 @@ from scipy.optimize import check_grad
 
 from arena.ranking import aggregate, bradley_terry
 from arena.ranking.davidson import davidson, split_outcomes
-from tests.unit.test_bradley_terry import load_chess
+from tests.datasets import chess_games, load_chess
 
 
 def simulate(strength, nu, games, seed):
@@ -73,11 +73,7 @@ def test_gradient_is_right():
 def test_real_chess_ties():
     wins_half, _ = load_chess()
     assert wins_half.sum() > 0
-    import json
-
-    from tests.unit.test_bradley_terry import DATA
-
-    games = json.loads((DATA / "computer_chess.short.json").read_text())
+    games = chess_games()
     names = sorted({g[0] for g in games} | {g[1] for g in games})
     index = {name: i for i, name in enumerate(names)}
     winners = [index[g[1] if g[2] == "0-1" else g[0]] for g in games]
@@ -85,7 +81,7 @@ def test_real_chess_ties():
     ties = [g[2] == "1/2-1/2" for g in games]
     fit = davidson(*split_outcomes(winners, losers, len(names), ties))
     half = bradley_terry(wins_half)
-    assert fit.converged and 0 < fit.nu
+    assert fit.converged and fit.nu > 0
     assert np.ptp(fit.log_strengths) > np.ptp(half.log_strengths)
 
 
@@ -94,3 +90,26 @@ def test_refuses_data_without_an_answer():
         davidson(np.array([[0, 2.0], [0, 0]]), np.zeros((2, 2)))
     with pytest.raises(ValueError, match="symmetric"):
         davidson(np.array([[0, 2.0], [1, 0]]), np.array([[0, 1.0], [0, 0]]))
+
+
+def test_davidson_intervals_keep_ties_as_ties():
+    from arena.ranking import PairCounts
+    from arena.ranking.davidson import davidson_bootstrap
+
+    rng = np.random.default_rng(5)
+    n, votes, nu = 4, 3_000, 1.0
+    p = np.exp(np.array([0.5, 0.2, -0.2, -0.5]))
+    a = rng.integers(0, n, votes)
+    b = (a + rng.integers(1, n, votes)) % n
+    d = p[a] + p[b] + nu * np.sqrt(p[a] * p[b])
+    u = rng.random(votes)
+    a_wins, tie = u < p[a] / d, (u >= p[a] / d) & (u < (p[a] + nu * np.sqrt(p[a] * p[b])) / d)
+    data = PairCounts.from_outcomes(np.where(a_wins | tie, a, b), np.where(a_wins | tie, b, a),
+                                    n, ties=tie, units=rng.integers(0, 100, votes))
+    result = davidson_bootstrap(data, rounds=150, rng=np.random.default_rng(6))
+    fit = davidson(*split_outcomes(np.where(a_wins | tie, a, b), np.where(a_wins | tie, b, a),
+                                   n, tie))
+    assert np.all((result.low <= fit.ratings) & (fit.ratings <= result.high))
+    assert result.failed == 0 and result.samples.shape == (150, n)
+    truth = 400 * (np.log(p) - np.log(p).mean()) / np.log(10) + 1000
+    assert np.mean((result.low <= truth) & (truth <= result.high)) >= 0.75

@@ -1,9 +1,9 @@
 import numpy as np
 from sqlalchemy import func, select
 
-from arena import demo
+from arena.campaigns import demo
 from arena.extensions import db
-from arena.models import Comparison, GenModel, Image
+from arena.models import Comparison, GenModel, Image, Prompt, Task, Vote
 
 PROMPTS = ["A red colored car.", "Two cats and one dog sitting on the grass.",
            "A stop sign on a blue background.", "An umbrella on top of a spoon."]
@@ -44,16 +44,30 @@ def test_load_demo_builds_a_campaign_once(ctx):
     assert counts["comparisons"] == 24 * 2 * 3
     assert db.session.scalar(select(func.count()).select_from(GenModel)) == 4
     gold = db.session.scalars(select(Comparison).where(Comparison.is_validation)).all()
-    assert len(gold) == counts["validation_pairs"] == 6
+    hand_made = [c for c in gold if c.gold_kind == "operator"]
+    assert len(hand_made) == counts["validation_pairs"] == 6
+    assert {c.gold_kind for c in gold} == {"operator", "swapped", "damaged"}
     assert all(c.correct_image_id in (c.image_a_id, c.image_b_id) for c in gold)
     assert db.session.scalar(select(func.count()).select_from(Image).where(
-        Image.model_id.is_(None))) == 4
+        Image.model_id.is_(None), Image.source_id.is_(None))) == 4
     assert demo.load_demo(n_prompts=2, images_per_model=2) == {}
 
 
 def test_demo_prompts_span_categories(ctx):
+    """DrawBench has 11 categories: 11 demo prompts, picked round-robin, cover every one."""
     demo.load_demo(n_prompts=11, images_per_model=1)
+    drawn = select(Image.prompt_id).where(Image.model_id.is_not(None))
     categories = db.session.scalars(
-        select(func.count(func.distinct(Image.prompt_id)))
-    ).one()
-    assert categories == 11
+        select(Prompt.category).where(Prompt.id.in_(drawn)).distinct()).all()
+    every = db.session.scalars(select(Prompt.category).distinct()).all()
+    assert len(every) == 11 and sorted(categories) == sorted(every)
+
+
+def test_simulated_votes_pass_the_read_gate_and_count(ctx):
+    demo.load_demo(n_prompts=2, images_per_model=1)
+    cast = demo.simulate_votes(30, np.random.default_rng(0))
+    assert db.session.scalar(select(func.count()).select_from(Vote)) == cast >= 30
+    alignment = select(Vote.task_id).where(Vote.criterion == "alignment")
+    confirmed = db.session.scalars(select(Task.read_confirmed_at).where(
+        Task.id.in_(alignment))).all()
+    assert confirmed and all(c is not None for c in confirmed)

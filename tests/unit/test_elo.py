@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arena.ranking.elo import EloParams, elo_update, expected_score, replay_elo
+from arena.ranking.elo import EloParams, elo, elo_update, expected_score, replay_elo
 
 
 def test_equal_ratings_move_by_half_k():
@@ -74,3 +74,36 @@ def test_elo_function_with_ties_matches_the_online_updater():
     assert np.allclose(elo(winners, losers, 3, ties=ties), r, atol=1e-9, rtol=0)
     with pytest.raises(ValueError):
         elo([0], [1, 2], 3)
+
+
+def test_elo_bootstrap_replays_the_online_update_in_random_orders():
+    from arena.ranking.elo import _replay_rounds, elo_bootstrap
+    from tests.datasets import clustered_votes
+
+    winners, losers, voters = clustered_votes(5, 3_000, 40, spread=1.2, seed=1)
+    params = EloParams(k=4)
+    # one round in the votes' own order is exactly the online path
+    own = _replay_rounds(winners, losers, np.ones(winners.size),
+                         np.arange(winners.size)[None, :], 5, params)[0]
+    assert np.allclose(own, elo(winners, losers, 5, params=params), rtol=0, atol=1e-9)
+    a = elo_bootstrap(winners, losers, 5, rounds=200, params=params,
+                      rng=np.random.default_rng(2))
+    b = elo_bootstrap(winners, losers, 5, rounds=200, params=params,
+                      rng=np.random.default_rng(2))
+    assert np.array_equal(a.samples, b.samples)  # seeded: reproducible
+    median = np.median(a.samples, axis=0)
+    assert np.all((a.low <= median) & (median <= a.high))
+    assert np.array_equal(a.ratings, elo(winners, losers, 5, params=params))
+    # voters with tastes of their own: resampling voters widens the intervals
+    by_voter = elo_bootstrap(winners, losers, 5, units=voters, rounds=200, params=params,
+                             rng=np.random.default_rng(3))
+    assert np.median((by_voter.high - by_voter.low) / (a.high - a.low)) > 1.15
+
+
+def test_elo_bootstrap_bad_arguments():
+    from arena.ranking.elo import elo_bootstrap
+
+    with pytest.raises(ValueError):
+        elo_bootstrap([0, 1], [1], 2)
+    with pytest.raises(ValueError):
+        elo_bootstrap([0], [1], 2, rounds=1)

@@ -122,8 +122,10 @@ def test_time_scores_hand_computed():
                 rows.append((e, "X" if k else "", int(k == 0), 1, x, block))
     scores, per = score_time(trials_from(rows, with_time=True), rounds=500,
                              rng=np.random.default_rng(2))
-    assert scores[0].score == 300 and per["X"].tolist() == [400, 200]
-    assert scores[0].ci_low == 200 and scores[0].ci_high == 400
+    assert scores[0].paper_score == 300  # the paper's figure, kept beside the fit
+    assert scores[0].score == pytest.approx(per["X"].mean())
+    assert scores[0].ci_low == pytest.approx(per["X"].min())
+    assert scores[0].ci_high == pytest.approx(per["X"].max())
 
 
 def test_psychometric_curve():
@@ -142,3 +144,58 @@ def test_separability_tests():
     two = separability({"A": per["A"], "B": per["B"]})
     assert two.ttest_p < 1e-6 and two.ttest_t > 0
     assert separability({"A": per["A"]}).anova_p is None
+
+
+def test_the_approach_to_the_threshold_is_left_out():
+    from arena.ranking.hype import after_approach
+
+    correct = np.array([1, 1, 1, 0, 1, 0, 0, 0, 1, 1], bool)
+    block = np.array([1, 1, 1, 1, 1, 2, 2, 2, 2, 2])
+    assert after_approach(correct, block).tolist() == [False] * 3 + [True] * 2 \
+        + [False] * 3 + [True] * 2
+
+
+def test_fitted_threshold_is_unbiased_where_the_paper_figure_is_not():
+    """The audit: the paper's mode-based figure read +6.5% at a true 150 ms threshold and
+    -6.2% at 700 ms. The fit is within 2% (benchmarks/coverage.py runs more)."""
+    from arena.ranking.simulation import HypeDesign
+
+    for threshold, paper_sign in ((150, 1), (700, -1)):
+        design = HypeDesign("t", mode="time", threshold_ms=threshold, evaluator_sd=0.0,
+                            evaluators=30)
+        scores, _ = score_time(design.draw(np.random.default_rng(threshold)), rounds=200,
+                               rng=np.random.default_rng(0))
+        assert abs(scores[0].score / threshold - 1) < 0.03
+        assert paper_sign * (scores[0].paper_score / threshold - 1) > 0.025
+
+
+def test_fit_psychometric_recovers_a_known_curve():
+    from scipy.special import expit, logit
+
+    from arena.ranking.hype import fit_psychometric
+
+    rng = np.random.default_rng(4)
+    t = rng.uniform(100, 900, 6000)
+    mid, slope, lapse = 250.0, 4.0, 0.03
+    p = 0.5 + (0.5 - lapse) * expit(slope * (np.log(t) - np.log(mid)))
+    fit = fit_psychometric(t, rng.random(t.size) < p)
+    truth = np.exp(np.log(mid) + logit(0.25 / (0.5 - lapse)) / slope)
+    assert fit.threshold_ms == pytest.approx(truth, rel=0.06)
+    assert fit.slope == pytest.approx(slope, rel=0.25) and fit.lapse < 0.06
+    with pytest.raises(ValueError):
+        fit_psychometric([], [])
+
+
+def test_two_way_bootstrap_widens_when_images_differ():
+    from dataclasses import replace
+
+    from arena.ranking.simulation import HypeDesign
+
+    trials = HypeDesign("i", evaluators=20, images=100, image_sd=1.5).draw(
+        np.random.default_rng(5))
+    two_way = score_infinity(trials, rounds=2000, rng=np.random.default_rng(6))[0][0]
+    evaluators = score_infinity(replace(trials, image=None), rounds=2000,
+                                rng=np.random.default_rng(6))[0][0]
+    assert two_way.score == evaluators.score
+    assert (two_way.ci_high - two_way.ci_low) > 1.2 * (evaluators.ci_high - evaluators.ci_low)
+    assert two_way.spread > 0

@@ -3,8 +3,9 @@ import io
 import pytest
 from PIL import Image as PILImage
 
-from arena import images
-from arena.storage import get_storage
+from arena.catalog import images
+from arena.errors import NotFound
+from arena.infra.storage import get_storage
 
 
 def png_bytes(img, fmt="PNG", **kw):
@@ -13,16 +14,42 @@ def png_bytes(img, fmt="PNG", **kw):
     return buf.getvalue()
 
 
-def test_store_writes_full_and_phone_variants_under_content_hash(ctx):
-    img = PILImage.new("RGB", (1000, 500), (10, 200, 30))
+def test_store_keeps_the_full_image_and_presents_centred_squares(ctx):
+    # a wide image, red on the left, green in the middle, blue on the right
+    img = PILImage.new("RGB", (1000, 500), (200, 20, 20))
+    img.paste((20, 200, 20), (250, 0, 750, 500))
+    img.paste((20, 20, 200), (750, 0, 1000, 500))
     row = images.store(img, model_id=None, prompt_id=None)
     storage = get_storage()
-    with storage.open(images.storage_name(row.sha256, "phone")) as fh:
-        phone = PILImage.open(fh)
-        phone.load()
-    assert phone.format == "WEBP" and max(phone.size) == 384
+    assert storage.exists(images.full_name(row.sha256))
     assert (row.width, row.height) == (1000, 500)
-    assert storage.exists(images.storage_name(row.sha256, "full"))
+    for size in ctx.config["PRESENT_SIZES"]:
+        shown = PILImage.open(io.BytesIO(images.presented_bytes(row, size)))
+        shown.load()
+        assert shown.format == "WEBP" and shown.size == (size, size)
+        assert not shown.info.get("exif") and not shown.info.get("icc_profile")
+        # centre-cropped: only the green middle half is left, no bars, no squashing
+        corners = [shown.getpixel(p) for p in ((2, 2), (size - 3, size - 3))]
+        assert all(g > 150 and r < 80 and b < 80 for r, g, b in corners), corners
+        assert storage.exists(images.presented_name(row.sha256, size))
+    with pytest.raises(NotFound):
+        images.presented_bytes(row, 500)
+
+
+def test_variants_are_made_when_stored_and_prepare_fills_gaps(ctx):
+    """Rendered at storage, so a first view is as quick as any later one (a slow first
+    fetch told the audit's script which images were fresh gold copies). ``arena images
+    prepare`` makes what is missing after the sizes change or files are lost."""
+    rows = [images.store(PILImage.new("RGB", (60, 90), "red"), model_id=None, prompt_id=None),
+            images.store(PILImage.new("RGB", (90, 60), "blue"), model_id=None, prompt_id=None)]
+    storage = get_storage()
+    sizes = ctx.config["PRESENT_SIZES"]
+    assert all(storage.exists(images.presented_name(r.sha256, s)) for r in rows for s in sizes)
+    assert images.prepare_presented() == 0
+    for row in rows:
+        storage.path(images.presented_name(row.sha256, sizes[0])).unlink()
+    assert images.prepare_presented() == 2
+    assert images.prepare_presented() == 0
 
 
 def test_identical_image_is_stored_once(ctx):

@@ -1,5 +1,6 @@
 """Every fixture in tests/data/images gets the right outcome through the one ingestion path."""
 
+import io
 import zipfile
 from pathlib import Path
 
@@ -7,27 +8,29 @@ import pytest
 from PIL import Image as PILImage
 from sqlalchemy import func, select
 
-from arena import ingest, owners
+from arena.catalog import ingest
+from arena.errors import Conflict, NotFound, Rejected
 from arena.extensions import db
-from arena.models import Comparison, Image, Owner, Prompt, PromptSet
-from arena.storage import get_storage
-
-IMAGES = Path(__file__).resolve().parent.parent / "data" / "images"
+from arena.infra.storage import get_storage
+from arena.models import Comparison, Image, Prompt
+from tests.datasets import IMAGES
+from tests.factories import make_model, make_owner, make_prompt_set
 
 
 @pytest.fixture
 def setup(ctx):
-    prompt_set = PromptSet(name="t")
-    db.session.add(prompt_set)
-    db.session.flush()
-    prompts = [Prompt(prompt_set_id=prompt_set.id, position=i, text=f"p{i}") for i in (1, 2)]
-    db.session.add_all(prompts)
-    db.session.commit()
-    owners.create_owner("acme")
-    owner = db.session.scalar(select(Owner))
-    model = owners.register_model(owner, "Acme-1")
-    rival = owners.register_model(owner, "Acme-2")
-    return {"model": model, "rival": rival, "prompts": [p.id for p in prompts]}
+    prompt_set = make_prompt_set("t", ["p1", "p2"])
+    owner, _ = make_owner("acme")
+    prompts = db.session.scalars(select(Prompt.id).where(Prompt.prompt_set_id == prompt_set.id)
+                                 .order_by(Prompt.id)).all()
+    return {"model": make_model("Acme-1", owner), "rival": make_model("Acme-2", owner),
+            "prompts": list(prompts)}
+
+
+def _png(k: int) -> bytes:
+    buf = io.BytesIO()
+    PILImage.new("RGB", (16, 16), (k * 40 % 256, 90, 200)).save(buf, "PNG")
+    return buf.getvalue()
 
 
 def stored_files(app) -> int:
@@ -93,8 +96,23 @@ def test_reupload_is_detected_not_stored_twice(setup, app):
     again = ingest.ingest_image(setup["model"], setup["prompts"][0], data, "copy.png")
     assert again.ok and again.duplicate and again.image_id == first.image_id
     assert stored_files(app) == files
-    stolen = ingest.ingest_image(setup["rival"], setup["prompts"][0], data, "ok.png")
-    assert not stolen.ok and "already in the arena" in stolen.reason
+    # another model's upload of the same bytes is held out of every comparison, and said
+    # so: silence did not hide it (no new pairs on the owner's page) and let a rival who
+    # uploaded first have the rightful owner's images dropped without a word
+    copied = ingest.ingest_image(setup["rival"], setup["prompts"][0], data, "ok.png")
+    fresh = ingest.ingest_image(setup["rival"], setup["prompts"][1],
+                                (IMAGES / "ok.webp").read_bytes(), "ok.webp")
+    assert (copied.ok, copied.held, copied.duplicate) == (True, True, False)
+    assert "held for review" in copied.reason
+    assert (fresh.ok, fresh.held, fresh.reason) == (True, False, None)
+    assert db.session.get(Image, copied.image_id).quarantined
+    assert stored_files(app) > files  # the fresh one only
+    # operators see the collision, with both sides
+    from arena.catalog.presentation import collisions
+
+    [held] = collisions()
+    assert held.held_id == copied.image_id and held.original_id == first.image_id
+    assert held.held_model == setup["rival"].name and setup["model"].name in held.original
 
 
 def test_images_per_prompt_limit(setup, app):
@@ -107,7 +125,7 @@ def test_images_per_prompt_limit(setup, app):
 
 
 def test_comparisons_appear_as_models_upload_to_a_live_campaign(setup):
-    from arena import campaigns
+    from arena.campaigns import campaigns
 
     p = setup["prompts"][0]
     campaign = campaigns.create_campaign("c", "t", ["Acme-1", "Acme-2"])
@@ -151,8 +169,30 @@ def test_folder_by_file_name_and_bad_manifest(setup, tmp_path):
     assert items["notes.txt"][0] is None and "<prompt_id>_<n>" in items["notes.txt"][1]
     assert items[f"{setup['prompts'][0]}_1.png"][0] == setup["prompts"][0]
     (folder / "manifest.csv").write_text("prompt_id,path\n1,../../etc/passwd\n")
-    with pytest.raises(ingest.ManifestError, match="line 2: .* outside the folder"):
+    with pytest.raises(ingest.ManifestError, match=r"line 2: .* outside the folder"):
         list(ingest.items_from_folder(folder))
     (folder / "manifest.csv").write_text("file\nx.png\n")
-    with pytest.raises(ingest.ManifestError, match="header must be prompt_id,path"):
+    with pytest.raises(ingest.ManifestError, match=r"line 1: missing column.* prompt_id, path"):
         list(ingest.items_from_folder(folder))
+
+
+def test_manifest_matches_paths_then_unambiguous_names():
+    manifest = ingest.Manifest.parse("prompt_id,path\n7,a/x.png\n8,b/x.png\n9,c/y.png\n")
+    assert manifest.prompt_for("a/x.png") == "7" and manifest.prompt_for("b/x.png") == "8"
+    assert manifest.prompt_for("x.png") is None  # two files are called x.png: say which
+    assert manifest.prompt_for("y.png") == "9" and manifest.prompt_for("c\\y.png") == "9"
+    with pytest.raises(ingest.ManifestError, match="line 3: empty path"):
+        ingest.Manifest.parse("prompt_id,path\n1,a.png\n2,\n")
+
+
+def test_results_carry_the_kind_of_refusal(setup):
+    model, (first, _) = setup["model"], setup["prompts"]
+    assert isinstance(ingest.ingest_image(model, 999, b"x", "a.png").error, NotFound)
+    assert isinstance(ingest.ingest_image(model, first, b"junk", "a.png").error, Rejected)
+    ok = (IMAGES / "ok.png").read_bytes()
+    accepted = ingest.ingest_image(model, first, ok, "a.png")
+    assert accepted.error is None and "error" not in accepted.as_dict()
+    for k in range(ingest.current_app.config["IMAGES_PER_PROMPT"]):
+        ingest.ingest_image(model, first, _png(k), f"{k}.png")
+    full = ingest.ingest_image(model, first, _png(99), "99.png")
+    assert isinstance(full.error, Conflict) and "already has" in full.reason

@@ -1,6 +1,6 @@
 import numpy as np
 
-from arena.demo import render
+from arena.campaigns.demo import render
 from arena.ranking.masks import phase_scramble
 
 

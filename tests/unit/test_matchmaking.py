@@ -4,15 +4,11 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select, update
 
-from arena import matchmaking, voters
+from arena.errors import Invalid, NotFound
 from arena.extensions import db
 from arena.models import Comparison, Task
-
-
-def new_voter():
-    voter, _ = voters.create_voter()
-    db.session.commit()
-    return voter
+from arena.voting import matchmaking
+from tests.factories import make_campaign, new_voter
 
 
 def test_session_has_three_tasks_of_one_criterion(campaign):
@@ -30,7 +26,7 @@ def test_requested_criterion_is_honoured_and_unknown_refused(campaign):
     voter = new_voter()
     session = matchmaking.start_session(voter, np.random.default_rng(2), "alignment")
     assert session.criterion == "alignment"
-    with pytest.raises(matchmaking.UnknownCriterion):
+    with pytest.raises(Invalid, match="criterion must be one of"):
         matchmaking.start_session(voter, np.random.default_rng(2), "beauty")
 
 
@@ -86,8 +82,6 @@ def test_ties_are_broken_at_random(campaign):
 
 
 def test_a_voter_never_gets_the_same_comparison_twice_and_runs_out(ctx):
-    from tests.factories import make_campaign
-
     make_campaign(n_prompts=1, n_models=2, images_per_model=2, gold=False)  # 4 pairs each
     voter = new_voter()
     rng = np.random.default_rng(6)
@@ -124,3 +118,15 @@ def test_matchmaking_queries_use_the_queue_index(ctx, campaign):
     assert "ix_comparison_queue" in plan, plan
     assert "SCAN comparison" not in plan, plan
     assert "SEARCH task USING INDEX" in plan and "voter_id=? AND comparison_id=?" in plan, plan
+
+
+def test_sessions_belong_to_their_voter(campaign):
+    voter = new_voter()
+    session = matchmaking.start_session(voter, np.random.default_rng(8), "preference")
+    assert matchmaking.owned_session(session.public_id, voter) is session
+    with pytest.raises(matchmaking.NotYourSession):
+        matchmaking.owned_session(session.public_id, new_voter())
+    with pytest.raises(matchmaking.NotYourSession):
+        matchmaking.owned_session(session.public_id, None)
+    with pytest.raises(NotFound):
+        matchmaking.owned_session("nope", voter)

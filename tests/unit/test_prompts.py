@@ -1,10 +1,10 @@
 import pytest
 from sqlalchemy import func, select
 
-from arena.demo import shipped_prompt_file
+from arena.catalog.prompts import PromptFileError, import_prompts, shipped_prompt_file
+from arena.errors import Conflict
 from arena.extensions import db
 from arena.models import Prompt
-from arena.prompts import PromptFileError, import_prompts
 
 
 def test_drawbench_imports_200_prompts_in_11_categories(ctx):
@@ -32,7 +32,7 @@ def test_jsonl(ctx, tmp_path):
 
 @pytest.mark.parametrize("name,content,message", [
     ("a.csv", "Text,Category\n", "no prompts"),
-    ("b.csv", "Caption,Category\nx,y\n", "line 1: no 'Prompt' column"),
+    ("b.csv", "Caption,Category\nx,y\n", "line 1: missing column.s. prompt .found caption"),
     ("c.csv", "Prompt,Category\nfine,A\n,B\n", "line 3: empty prompt"),
     ("d.jsonl", '{"prompt": "ok"}\n{nope\n', "line 2: invalid JSON"),
     ("e.txt", "hello", "unknown file type"),
@@ -54,5 +54,5 @@ def test_non_utf8_file_is_refused(ctx, tmp_path):
 
 def test_duplicate_set_name_is_refused(ctx):
     import_prompts(shipped_prompt_file("DrawBench.csv"))
-    with pytest.raises(ValueError, match="already exists"):
+    with pytest.raises(Conflict, match="already exists"):
         import_prompts(shipped_prompt_file("DrawBench.csv"))

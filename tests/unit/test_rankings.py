@@ -4,41 +4,33 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from flask import current_app
 from sqlalchemy import func, select, update
 
-from arena import matchmaking, voters, voting
+from arena.analysis.leaderboard import RankingError, rank_counts, rank_models
+from arena.analysis.margins import MarginError
+from arena.analysis.tallies import Slice, tally, win_matrix
+from arena.errors import Invalid
 from arena.extensions import db
-from arena.models import EloRating, GenModel, Vote, utcnow
-from arena.ranking import bradley_terry
-from arena.rankings import RankingError, Slice, rank_matrix, rank_models, win_matrix
+from arena.models import EloRating, GenModel, Vote, Voter, utcnow
+from arena.ranking import PairCounts, bradley_terry
+from tests.factories import make_campaign, vote_as
 
 
-def vote_as(demographics, prefer, sessions=6, criterion="preference", seed=0):
-    """A voter who always picks the image of the model earliest in ``prefer``."""
-    voter, _ = voters.create_voter(demographics)
-    db.session.commit()
-    rng = np.random.default_rng(seed)
-    order = {name: k for k, name in enumerate(prefer)}
-    for _ in range(sessions):
-        try:
-            session = matchmaking.start_session(voter, rng, criterion)
-        except matchmaking.NoTasksAvailable:
-            break
-        for task in session.tasks:
-            left = order.get(task.left_image.model.name if task.left_image.model else "", 99)
-            right = order.get(task.right_image.model.name if task.right_image.model else "", 99)
-            voting.cast_vote(voter, task.id, "left" if left <= right else "right")
-    return voter
+def _votes_from_two_regions():
+    """Europe prefers model-0, Asia model-2: returns the ids of each region's voters."""
+    current_app.config["VALIDATION_RATE"] = 0.0
+    make_campaign()
+    europe = [vote_as({"country": "FR", "age_group": "30-39"},
+                      ["model-0", "model-1", "model-2"], seed=s).id for s in range(3)]
+    asia = [vote_as({"country": "JP", "gender": "female"},
+                    ["model-2", "model-1", "model-0"], seed=10 + s).id for s in range(2)]
+    return europe, asia
 
 
 @pytest.fixture
-def voted(ctx, campaign):
-    ctx.config["VALIDATION_RATE"] = 0.0
-    europe = [vote_as({"country": "FR", "age_group": "30-39"},
-                      ["model-0", "model-1", "model-2"], seed=s) for s in range(3)]
-    asia = [vote_as({"country": "JP", "gender": "female"},
-                    ["model-2", "model-1", "model-0"], seed=10 + s) for s in range(2)]
-    return europe, asia
+def voted(seeded, ctx):
+    return seeded("two-regions", _votes_from_two_regions)
 
 
 def test_win_matrix_counts_every_counted_vote_once(voted):
@@ -76,12 +68,12 @@ def test_demographic_slices_change_the_ranking(voted):
 
 def test_trusted_only_keeps_voters_who_passed_validation(voted):
     europe, _ = voted
-    db.session.execute(update(voters.Voter).where(voters.Voter.id == europe[0].id)
+    db.session.execute(update(Voter).where(Voter.id == europe[0])
                        .values(validations_passed=1))
     db.session.commit()
     trusted = rank_models("preference", rounds=0, slice_=Slice(trusted_only=True))
     own = db.session.scalar(select(func.count()).select_from(Vote).where(
-        Vote.voter_id == europe[0].id))
+        Vote.voter_id == europe[0]))
     assert trusted.total_votes == own
 
 
@@ -100,12 +92,21 @@ def test_category_slice(voted):
 
 
 def test_elo_method_uses_the_online_ratings(voted):
-    ranking = rank_models("preference", method="elo")
     stored = dict(db.session.execute(
         select(GenModel.name, EloRating.rating).join(EloRating)
         .where(EloRating.criterion == "preference")).all())
-    assert [m.model for m in ranking.models] == sorted(stored, key=lambda n: -stored[n])
-    assert all(m.rating == stored[m.model] and m.ci_low is None for m in ranking.models)
+    plain = rank_models("preference", method="elo", rounds=0)
+    assert [m.model for m in plain.models] == sorted(stored, key=lambda n: -stored[n])
+    assert all(m.rating == stored[m.model] == m.online_elo and m.ci_low is None
+               for m in plain.models)
+    # with intervals: the median of replays in random orders, inside its own interval; the
+    # online (stored) Elo stays beside it
+    ranking = rank_models("preference", method="elo", rounds=300, cluster="none",
+                          rng=np.random.default_rng(0))
+    assert ranking.bootstrap_rounds == 300 and ranking.intervals == "bootstrap"
+    assert all(m.online_elo == stored[m.model] for m in ranking.models)
+    assert all(m.ci_low <= m.rating <= m.ci_high and m.rank_best <= m.rank <= m.rank_worst
+               for m in ranking.models)
     sliced = rank_models("preference", method="elo", slice_=Slice(continent="AS"))
     assert sliced.models[0].model == "model-2"
 
@@ -118,53 +119,98 @@ def test_bad_slices_are_refused(kwargs):
 
 
 def test_bad_criterion_or_method(ctx):
-    with pytest.raises(RankingError):
+    with pytest.raises(Invalid, match="criterion"):
         rank_models("beauty")
     with pytest.raises(RankingError):
         rank_models("preference", method="glicko")
 
 
-def test_rank_matrix_names_flagged_items():
-    ranking = rank_matrix(["a", "b", "c"], np.array([[0, 2, 1], [1, 0, 3], [0, 0, 0.0]]),
-                          rounds=0)
+def test_rank_counts_names_flagged_items():
+    wins = np.array([[0, 2, 1], [1, 0, 3], [0, 0, 0.0]])
+    ranking = rank_counts(["a", "b", "c"], PairCounts.from_matrix(wins), rounds=0)
     assert any("never won: c" in f for f in ranking.flags)
 
 
-def test_fisher_intervals_for_live_pages(voted):
-    fisher = rank_models("preference", intervals="fisher")
-    boot = rank_models("preference", rounds=1000, rng=np.random.default_rng(2))
-    assert fisher.intervals == "fisher" and fisher.bootstrap_rounds == 0
-    for f, b in zip(fisher.models, boot.models, strict=True):
+def test_tally_groups_by_voter_prompt_or_vote(voted):
+    by_voter = tally("preference")
+    by_prompt = tally("preference", cluster="prompt")
+    by_vote = tally("preference", cluster="none")
+    assert by_voter.counts.n_units == 5  # three Europeans, two Asians
+    assert by_prompt.counts.n_units > 1 and by_vote.resample == "vote"
+    for other in (by_prompt, by_vote):
+        assert np.array_equal(other.counts.matrix(), by_voter.counts.matrix())
+    with pytest.raises(RankingError, match="cluster"):
+        tally("preference", cluster="country")
+
+
+def test_instant_intervals_for_live_pages_agree_with_the_bootstrap(voted):
+    instant = rank_models("preference", intervals="instant", cluster="none")
+    boot = rank_models("preference", rounds=1000, cluster="none", rng=np.random.default_rng(2))
+    assert instant.intervals == "instant" and instant.bootstrap_rounds == 0
+    assert instant.cluster == boot.cluster == "none"
+    for f, b in zip(instant.models, boot.models, strict=True):
         assert f.model == b.model
         assert f.ci_low < f.rating < f.ci_high
         assert (f.ci_high - f.ci_low) == pytest.approx(b.ci_high - b.ci_low, rel=0.25)
+        assert f.rank_best <= f.rank <= f.rank_worst
     with pytest.raises(RankingError):
         rank_models("preference", intervals="guess")
 
 
-def test_tied_tiers():
-    from arena.rankings import tied_tiers
-
-    prob = np.array([[0, 0.6, 0.99, 1.0], [0.4, 0, 0.9, 0.97], [0.01, 0.1, 0, 0.8],
-                     [0, 0.03, 0.2, 0]])
-    assert tied_tiers(prob, np.arange(4)) == {0: 1, 1: 1, 2: 2, 3: 2}
+def test_voter_clusters_are_the_default_and_are_flagged_when_few(voted):
+    ranking = rank_models("preference", rounds=200, rng=np.random.default_rng(3))
+    assert ranking.cluster == "voter" and ranking.units == 5
+    assert any("resample 5 units" in f for f in ranking.flags)
+    by_vote = rank_models("preference", rounds=200, cluster="none",
+                          rng=np.random.default_rng(3))
+    assert by_vote.units is None and not any("units" in f for f in by_vote.flags)
 
 
 def test_poststratification_reweights_continents(voted):
-    from arena.rankings import WORLD_POPULATION_SHARE, poststratified_matrix
-
     # three Europeans prefer model-0, two Asians model-2; Asia is 59% of the world
-    ranking = rank_models("preference", rounds=0, poststratify=True)
+    current_app.config.update(POSTSTRAT_MIN_VOTERS=1, POSTSTRAT_MIN_VOTES=1)
+    ranking = rank_models("preference", rounds=100, poststratify=True,
+                          rng=np.random.default_rng(4))
     assert ranking.models[0].model == "model-2"
-    assert ranking.slice["poststratified"]
+    assert ranking.slice["reweighted"] == "world population by continent"
     assert any("no votes from Africa" in f for f in ranking.flags)
-    _, _, wins, _ = poststratified_matrix("preference")
-    _, _, raw = win_matrix("preference")
-    assert wins.sum() == pytest.approx(raw.sum())  # reweighting keeps the total
+    assert ranking.effective_votes < ranking.total_votes
+    assert any("effective sample size" in f for f in ranking.flags)
+    counted = tally("preference", margins=("continent",))
+    raw = counted.counts.matrix()
+    weighted = counted.counts.weighted_matrix(counted.calibration)
+    assert weighted.sum() == pytest.approx(raw.sum())  # reweighting keeps the total
     # with the sample's own shares as target, nothing changes
     eu = win_matrix("preference", Slice(continent="EU"))[2].sum()
-    own = {"EU": eu / raw.sum(), "AS": 1 - eu / raw.sum()}
-    assert np.allclose(poststratified_matrix("preference", target=own)[2], raw)
-    assert abs(sum(WORLD_POPULATION_SHARE.values()) - 1) < 0.01
+    own = f"continent:EU={eu / raw.sum()},AS={1 - eu / raw.sum()}"
+    mine = tally("preference", margins=(own,))
+    assert np.allclose(mine.counts.weighted_matrix(mine.calibration), raw)
     with pytest.raises(RankingError):
         rank_models("preference", method="elo", poststratify=True)
+
+
+def test_small_margin_categories_are_not_reweighted(voted):
+    # two Asian voters, fewer than the minimum: Asia keeps its sample share
+    current_app.config.update(POSTSTRAT_MIN_VOTERS=3, POSTSTRAT_MIN_VOTES=1)
+    ranking = rank_models("preference", rounds=0, margins=("continent",))
+    assert ranking.models[0].model == "model-0"
+    assert any("Asia: 2 voters" in f and "not reweighted" in f for f in ranking.flags)
+    # and so does a category with too few votes, however many voters
+    current_app.config.update(POSTSTRAT_MIN_VOTERS=1, POSTSTRAT_MIN_VOTES=10_000)
+    held = rank_models("preference", rounds=0, margins=("continent",))
+    assert sum("not reweighted" in f for f in held.flags) == 2
+
+
+def test_raking_on_two_margins_leaves_out_voters_without_them(voted):
+    # the Europeans gave an age group but no gender, the Asians a gender but no age
+    current_app.config.update(POSTSTRAT_MIN_VOTERS=1, POSTSTRAT_MIN_VOTES=1)
+    ranking = rank_models("preference", rounds=0, margins=("continent", "gender"))
+    assert ranking.total_votes < rank_models("preference", rounds=0).total_votes
+    assert any("did not give their continent and gender" in f for f in ranking.flags)
+
+
+@pytest.mark.parametrize("margin", ["planet", "gender:robot=1", "gender:female=-1",
+                                    "continent:EU=0"])
+def test_bad_margins_are_refused(ctx, margin):
+    with pytest.raises(MarginError):
+        rank_models("preference", margins=(margin,))

@@ -1,6 +1,6 @@
 import pytest
 
-from arena.voters import DemographicsError, MinorRefused, clean_demographics, countries
+from arena.voting.voters import DemographicsError, MinorRefused, clean_demographics, countries
 
 
 def test_country_maps_to_continent():

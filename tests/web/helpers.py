@@ -23,3 +23,30 @@ def start_session(client, **answers):
         data["with_demographics"] = "1"
     response = client.post("/start", data=data)
     return response
+
+
+def api_session(client, body=None, token=None):
+    """POST /api/v1/sessions as a phone app would (a new voter without a token)."""
+    return client.post("/api/v1/sessions", json=body, headers=bearer(token) if token else {})
+
+
+def bearer(token) -> dict:
+    return {"Authorization": f"Bearer {token}"}
+
+
+READ_ACTION = re.compile(r'formaction="(/t/\d+/read)"')
+
+
+def confirm_read_if_asked(client, html: str, **headers) -> str:
+    """Press "I have read the caption" when the card asks for it (no JavaScript: the form
+    posts to the read endpoint and the next page has the images enabled); returns the page
+    to vote on. Tests using it set REVEAL_WORD_MS to 0 unless they test the timing."""
+    match = READ_ACTION.search(html)
+    if not match:
+        return html
+    response = client.post(match.group(1), data={"csrf_token": csrf_token(html)},
+                           headers=headers)
+    if response.status_code == 303:
+        return client.get(response.headers["Location"]).get_data(as_text=True)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_data(as_text=True)

@@ -1,19 +1,15 @@
 import re
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import func, select
 
 from arena.extensions import db
-from arena.models import Vote, Voter
+from arena.models import Task, Vote, Voter
+from tests.factories import make_campaign
 
-
-def new_session(client, body=None, token=None):
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return client.post("/api/v1/sessions", json=body, headers=headers)
-
-
-def auth(token):
-    return {"Authorization": f"Bearer {token}"}
+from .helpers import api_session as new_session
+from .helpers import bearer as auth
 
 
 def test_health(client):
@@ -32,11 +28,17 @@ def test_session_shape(client, web_campaign):
     assert body["question"] == "Which image better reflects the caption above them?"
     assert 1 <= len(body["tasks"]) <= 3
     for task in body["tasks"]:
-        assert set(task) == {"task_id", "prompt", "left", "right"}
+        assert set(task) == {"task_id", "prompt", "reveal_ms", "left", "right"}
+        if task["prompt"] is None:  # a gold pair without a prompt
+            continue
         assert task["prompt"].startswith("A red cube")
+        assert task["reveal_ms"] == 220 * len(task["prompt"].split())
         for side in ("left", "right"):
-            assert re.fullmatch(r"http://localhost/img/[0-9a-f]{64}/phone\.webp",
+            name = rf"t{task['task_id']}{side[0]}-[A-Za-z0-9_-]{{22}}"
+            small, large = client.application.config["PRESENT_SIZES"]
+            assert re.fullmatch(rf"http://localhost/img/{name}/{small}\.webp",
                                 task[side]["url"])
+            assert set(task[side]["urls"]) == {str(small), str(large)}
 
 
 def test_prompt_is_null_outside_alignment(client, web_campaign):
@@ -81,7 +83,7 @@ def test_vote_on_someone_elses_task_is_403(client, web_campaign):
 @pytest.mark.parametrize("payload", [None, [], {"choice": "middle"}, {"choice": "left",
                                      "response_ms": "fast"}, {"response_ms": 10}])
 def test_malformed_vote_is_400_with_a_message(client, web_campaign, payload):
-    body = new_session(client).json
+    body = new_session(client, {"criterion": "preference"}).json
     kwargs = {"data": "not json", "content_type": "application/json"} if payload is None \
         else {"json": payload}
     response = client.post(f"/api/v1/tasks/{body['tasks'][0]['task_id']}/vote",
@@ -136,7 +138,8 @@ def test_leaderboard_reflects_votes(client, web_campaign, app):
     assert board["criterion"] == "preference"
     models = board["models"]
     assert [m["rank"] for m in models] == [1, 2, 3]
-    assert models == sorted(models, key=lambda m: -m["rating"])
+    # rated models by rating; a model without votes last, whatever its starting rating
+    assert models == sorted(models, key=lambda m: (m["votes"] == 0, -m["rating"]))
     # every preference vote moves two models, and Elo conserves the total rating
     assert sum(m["votes"] for m in models) == 2 * len(body["tasks"])
     assert sum(m["rating"] for m in models) == pytest.approx(3000.0, abs=1e-3)
@@ -144,11 +147,8 @@ def test_leaderboard_reflects_votes(client, web_campaign, app):
     assert client.get("/api/v1/leaderboard?criterion=x").status_code == 400
 
 
-def test_rate_limit_applies_to_session_creation(tmp_path):
-    from tests.conftest import _build, _config
-    from tests.factories import make_campaign
-
-    app = _build(_config(tmp_path, RATELIMIT_ENABLED=True, RATE_LIMIT_SESSIONS="2/minute"))
+def test_rate_limit_applies_to_session_creation(make_app):
+    app = make_app(RATELIMIT_ENABLED=True, RATE_LIMIT_SESSIONS="2/minute")
     with app.app_context():
         make_campaign()
     client = app.test_client()
@@ -159,8 +159,6 @@ def test_rate_limit_applies_to_session_creation(tmp_path):
 
 def test_api_flow_on_each_database(any_app):
     with any_app.app_context():
-        from tests.factories import make_campaign
-
         make_campaign()
     any_app.config["VALIDATION_RATE"] = 0.0
     client = any_app.test_client()
@@ -178,3 +176,39 @@ def test_api_flow_on_each_database(any_app):
     with any_app.app_context():
         voter = db.session.scalar(select(Voter))
         assert (voter.country, voter.continent) == ("AR", "SA")
+
+
+def _alignment_session(client, app):
+    app.config["VALIDATION_RATE"] = 0.0
+    body = new_session(client, {"criterion": "alignment"}).json
+    return body["voter_token"], body["tasks"][0]
+
+
+def test_api_vote_on_alignment_needs_the_read_confirmation(client, web_campaign, app):
+    token, task = _alignment_session(client, app)
+    url = f"/api/v1/tasks/{task['task_id']}"
+    refused = client.post(url + "/vote", json={"choice": "left"}, headers=auth(token))
+    assert refused.status_code == 409 and "read the caption" in refused.json["error"]
+    early = client.post(url + "/read", headers=auth(token))
+    assert early.status_code == 409 and 0 < early.json["retry_after_ms"] <= task["reveal_ms"]
+    with app.app_context():  # the reveal has run its course on the server's clock
+        row = db.session.get(Task, task["task_id"])
+        row.shown_at -= timedelta(milliseconds=task["reveal_ms"])
+        db.session.commit()
+    confirmed = client.post(url + "/read", headers=auth(token))
+    assert confirmed.status_code == 200 and confirmed.json == {"read_confirmed": True}
+    assert client.post(url + "/vote", json={"choice": "left"},
+                       headers=auth(token)).status_code == 201
+
+
+def test_read_confirmation_errors(client, web_campaign, app):
+    token, task = _alignment_session(client, app)
+    url = f"/api/v1/tasks/{task['task_id']}/read"
+    assert client.post(url).status_code == 401
+    other = new_session(client, {"criterion": "alignment"}).json["voter_token"]
+    assert client.post(url, headers=auth(other)).status_code == 403
+    assert client.post("/api/v1/tasks/999999/read", headers=auth(token)).status_code == 404
+    coherence = new_session(client, {"criterion": "coherence"}, token=token).json
+    no_caption = client.post(f"/api/v1/tasks/{coherence['tasks'][0]['task_id']}/read",
+                             headers=auth(token))
+    assert no_caption.status_code == 409 and "no caption" in no_caption.json["error"]

@@ -40,7 +40,8 @@ def test_score_time(runner, tmp_path):
                                  "--format", "csv", "--rounds", "500"])
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
-    assert lines[0].startswith("model,score") and lines[1].startswith("Good,4")
+    assert lines[0].startswith("rank,model,score") and lines[0].endswith("paper_score")
+    assert lines[1].startswith("1,Good,") and lines[1].split(",")[-1].startswith("4")
 
 
 @pytest.mark.parametrize("content,message", [
@@ -53,4 +54,4 @@ def test_bad_trial_files(runner, tmp_path, content, message):
     path = tmp_path / "bad.csv"
     path.write_text(content)
     result = runner.invoke(args=["hype", "score", "--trials", str(path)])
-    assert result.exit_code != 0 and message in result.output
+    assert result.exit_code == 1 and message in result.output

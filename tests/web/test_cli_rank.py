@@ -6,13 +6,13 @@ import pandas as pd
 import pytest
 
 from arena.ranking import bradley_terry
-from tests.unit.test_bradley_terry import DATA, load_chess
+from tests.datasets import chess_games, load_chess
 
 
 @pytest.fixture
 def chess_csv(tmp_path):
     """The real chess record as an external votes file (left, right, winner)."""
-    games = json.loads((DATA / "computer_chess.short.json").read_text())
+    games = chess_games()
     path = tmp_path / "chess.csv"
     outcome = {"1-0": "left", "0-1": "right", "1/2-1/2": "tie"}
     lines = ["left,right,winner,voter"] + [f"{w},{b},{outcome[r]},pgn" for w, b, r in games]
@@ -79,8 +79,7 @@ def test_jsonl_votes(runner, tmp_path):
 
 def test_rank_the_database(runner, app):
     with app.app_context():
-        from tests.factories import make_campaign
-        from tests.unit.test_rankings import vote_as
+        from tests.factories import make_campaign, vote_as
 
         make_campaign()
         app.config["VALIDATION_RATE"] = 0.0
@@ -99,9 +98,9 @@ def test_rank_the_database(runner, app):
 
 
 
-def test_fisher_intervals_option(runner, chess_csv):
+def test_instant_intervals_option(runner, chess_csv):
     rows = json.loads(runner.invoke(args=["rank", "--votes", str(chess_csv), "--format", "json",
-                                          "--intervals", "fisher"]).stdout)
+                                          "--intervals", "instant"]).stdout)
     assert all(r["ci_low"] < r["rating"] < r["ci_high"] for r in rows)
     assert all(r["score_low"] < r["score"] < r["score_high"] for r in rows)
 
@@ -110,11 +109,32 @@ def test_davidson_ties_option(runner, chess_csv):
     half = json.loads(runner.invoke(args=["rank", "--votes", str(chess_csv), "--format", "json",
                                           "--bootstrap", "0"]).stdout)
     result = runner.invoke(args=["rank", "--votes", str(chess_csv), "--format", "json",
-                                 "--ties", "davidson"])
+                                 "--ties", "davidson", "--bootstrap", "200"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert "Davidson tie model: nu =" in result.stderr
+    assert all(r["ci_low"] <= r["rating"] <= r["ci_high"] for r in rows)
+    assert all(r["rank_best"] <= r["rank"] <= r["rank_worst"] for r in rows)
     spread = max(r["rating"] for r in rows) - min(r["rating"] for r in rows)
     half_spread = max(r["rating"] for r in half) - min(r["rating"] for r in half)
     assert spread > half_spread  # half wins compress the scale
     assert sum(r["votes"] for r in rows) == 2 * 7999
+
+
+def test_elo_of_a_votes_file_with_intervals(runner, chess_csv):
+    """`arena rank --votes FILE --method elo`: the online update in the file's order
+    (online_elo) and bootstrap intervals over random orders around their median."""
+    from arena.analysis.vote_files import read_votes
+    from arena.ranking.elo import EloParams, elo
+
+    result = runner.invoke(args=["rank", "--votes", str(chess_csv), "--method", "elo",
+                                 "--format", "json", "--bootstrap", "200"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    votes = read_votes(chess_csv)
+    ordered = elo(votes.winners, votes.losers, len(votes.names), ties=votes.ties,
+                  params=EloParams(k=runner.app.config["ELO_K"]))
+    by_name = dict(zip(votes.names, ordered, strict=True))
+    assert all(r["online_elo"] == pytest.approx(by_name[r["model"]]) for r in rows)
+    assert all(r["ci_low"] <= r["rating"] <= r["ci_high"] for r in rows)
+    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))

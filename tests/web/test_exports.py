@@ -6,25 +6,28 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from flask import current_app
 from sqlalchemy import func, select
 
-from arena import tokens
+from arena.accounts import tokens
 from arena.extensions import db
 from arena.models import ApiToken, Vote
-from tests.factories import make_campaign
-from tests.unit.test_rankings import vote_as
+from tests.factories import make_campaign, vote_as
+
+
+def _two_regions_and_a_token():
+    current_app.config["VALIDATION_RATE"] = 0.34
+    make_campaign()
+    vote_as({"country": "FR", "age_group": "30-39"}, ["model-0", "model-1", "model-2"])
+    vote_as({"country": "JP"}, ["model-2", "model-1", "model-0"], seed=5)
+    token = tokens.create_token("alice")
+    return token, db.session.scalar(select(func.count()).select_from(Vote))
 
 
 @pytest.fixture
-def analyst(app):
+def analyst(seeded):
     """A campaign with votes from two regions, and an analyst token."""
-    app.config["VALIDATION_RATE"] = 0.34
-    with app.app_context():
-        make_campaign()
-        vote_as({"country": "FR", "age_group": "30-39"}, ["model-0", "model-1", "model-2"])
-        vote_as({"country": "JP"}, ["model-2", "model-1", "model-0"], seed=5)
-        token = tokens.create_token("alice")
-        n_votes = db.session.scalar(select(func.count()).select_from(Vote))
+    token, n_votes = seeded("exports", _two_regions_and_a_token)
     return {"Authorization": f"Bearer {token}"}, n_votes
 
 
@@ -63,9 +66,16 @@ def test_bt_leaderboard_json_with_intervals_and_slices(client, analyst):
     body = client.get("/api/v1/leaderboard?criterion=preference&method=bt&bootstrap=200",
                       headers=headers).json
     assert body["method"] == "bt" and body["bootstrap_rounds"] == 200
-    models = body["models"]
+    # two voters: the default voter clusters say how little that is
+    assert body["cluster"] == "voter" and body["units"] == 2
+    assert any("resample 2 units" in f for f in body["flags"])
+    by_vote = client.get("/api/v1/leaderboard?criterion=preference&method=bt&bootstrap=200"
+                         "&cluster=none&intervals=instant", headers=headers).json
+    assert by_vote["cluster"] == "none" and by_vote["intervals"] == "instant"
+    models = by_vote["models"]
     assert sum(m["score"] for m in models) == pytest.approx(100)
     assert all(m["ci_low"] <= m["rating"] <= m["ci_high"] for m in models)
+    assert all(m["rank_best"] <= m["rank"] <= m["rank_worst"] for m in models)
     europe = client.get("/api/v1/leaderboard?criterion=preference&method=bt&continent=eu",
                         headers=headers).json
     assert europe["slice"] == {"continent": "EU"}
@@ -77,14 +87,20 @@ def test_bt_leaderboard_json_with_intervals_and_slices(client, analyst):
 
 def test_leaderboard_csv_and_parquet(client, analyst):
     headers, _ = analyst
-    csv_body = client.get("/api/v1/leaderboard?criterion=coherence&method=bt&format=csv",
-                          headers=headers)
+    url = "/api/v1/leaderboard?criterion=preference&method=bt&bootstrap=100"
+    table = client.get(url, headers=headers).json["models"]
+    csv_body = client.get(url + "&format=csv", headers=headers)
     assert csv_body.mimetype == "text/csv"
+    assert 'filename="leaderboard-preference-bt.csv"' in csv_body.headers["Content-Disposition"]
     frame = pd.read_csv(io.StringIO(csv_body.get_data(as_text=True)))
-    assert list(frame["rank"]) == [1, 2, 3] or frame["votes"].sum() == 0
-    parquet = client.get("/api/v1/leaderboard?criterion=preference&method=elo&format=parquet",
-                         headers=headers)
-    assert len(pd.read_parquet(io.BytesIO(parquet.data))) == 3
+    assert list(frame["rank"]) == [1, 2, 3] and frame["votes"].sum() > 0
+    assert list(frame["model"]) == [m["model"] for m in table]
+    assert np.allclose(frame["score"], [m["score"] for m in table], rtol=1e-5)
+    parquet = client.get(url + "&format=parquet", headers=headers)
+    from_parquet = pd.read_parquet(io.BytesIO(parquet.data))
+    assert list(from_parquet["model"]) == list(frame["model"])
+    assert np.allclose(from_parquet["ci_low"], [m["ci_low"] for m in table])
+    assert from_parquet["votes"].dtype == np.int64
 
 
 def test_matrix_counts_votes(client, analyst):
@@ -126,6 +142,39 @@ def test_vote_log_export_has_one_row_per_vote(client, analyst, app, fmt):
 
 def test_vote_export_bad_format(client, analyst):
     assert client.get("/api/v1/votes?format=xml", headers=analyst[0]).status_code == 400
+
+
+@pytest.mark.parametrize("query,field", [("bootstrap=abc", "bootstrap"),
+                                         ("bootstrap=99999", "bootstrap"),
+                                         ("seed=x", "seed"), ("intervals=guess", "intervals"),
+                                         ("cluster=country", "cluster"),
+                                         ("margin=planet", "margin"),
+                                         ("format=xml", "format"), ("method=glicko", "method")])
+def test_bad_export_parameters_are_400_naming_them(client, analyst, query, field):
+    method = "" if query.startswith("method") else "method=bt&"
+    response = client.get(f"/api/v1/leaderboard?criterion=preference&{method}{query}",
+                          headers=analyst[0])
+    assert response.status_code == 400 and response.json["field"] == field
+
+
+def test_pseudonyms_are_keyed_by_their_own_key(make_app):
+    """Rotating the cookie key leaves export pseudonyms alone; the pseudonym key moves them."""
+    def voters_exported(**keys):
+        app = make_app(**keys)
+        with app.app_context():
+            token = tokens.create_token(f"t-{len(keys)}-{sorted(keys.values())}")
+        with app.test_client().get("/api/v1/votes?format=jsonl",
+                                   headers={"Authorization": f"Bearer {token}"}) as response:
+            return {json.loads(line)["voter"] for line in response.get_data(as_text=True)
+                    .splitlines()}
+
+    app = make_app()
+    with app.app_context():
+        make_campaign()
+        vote_as({"country": "FR"}, ["model-0", "model-1", "model-2"], sessions=1)
+    first = voters_exported(SECRET_KEY="a", PSEUDONYM_KEY="p")
+    assert first and voters_exported(SECRET_KEY="b", PSEUDONYM_KEY="p") == first
+    assert voters_exported(SECRET_KEY="a", PSEUDONYM_KEY="q").isdisjoint(first)
 
 
 def test_rank_and_vote_export_on_each_database(any_app):

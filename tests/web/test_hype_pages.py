@@ -3,7 +3,7 @@ import re
 import pytest
 from PIL import Image as PILImage
 
-from arena import hype
+from arena.hype import runs
 from tests.factories import make_campaign
 
 from .helpers import csrf_token
@@ -18,8 +18,8 @@ def pilot(app, tmp_path):
         PILImage.new("RGB", (16, 16), (40 * k, 10, 10)).save(reals / f"{k}.png")
     with app.app_context():
         make_campaign(n_prompts=1, n_models=2, images_per_model=3, gold=False)
-        hype.import_reals(reals)
-        hype.create_run("Pilot", "infinity", ["model-0", "model-1"])
+        runs.import_reals(reals)
+        runs.create_run("Pilot", "infinity", ["model-0", "model-1"])
 
 
 def start(client):

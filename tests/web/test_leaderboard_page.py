@@ -1,16 +1,19 @@
 import pytest
+from flask import current_app
 
-from tests.factories import make_campaign
-from tests.unit.test_rankings import vote_as
+from tests.factories import make_campaign, vote_as
+
+
+def _two_regions():
+    current_app.config["VALIDATION_RATE"] = 0.0
+    make_campaign()
+    vote_as({"country": "FR"}, ["model-0", "model-1", "model-2"])
+    vote_as({"country": "JP"}, ["model-2", "model-1", "model-0"], seed=3)
 
 
 @pytest.fixture
-def board(app):
-    app.config["VALIDATION_RATE"] = 0.0
-    with app.app_context():
-        make_campaign()
-        vote_as({"country": "FR"}, ["model-0", "model-1", "model-2"])
-        vote_as({"country": "JP"}, ["model-2", "model-1", "model-0"], seed=3)
+def board(seeded):
+    seeded("board", _two_regions)
 
 
 def test_leaderboard_shows_ranking_chart_and_heatmap(client, board):
@@ -45,10 +48,11 @@ def test_bad_filter_values_show_a_message(client, board):
 def test_empty_slice_is_explained(client, board):
     html = client.get("/leaderboard?criterion=preference&age_group=65%2B").get_data(
         as_text=True)
-    assert "no votes yet for" in html
+    assert "no votes yet in this selection" in html
 
 
 def test_poststratified_board(client, board):
     html = client.get("/leaderboard?criterion=preference&poststratify=1").get_data(as_text=True)
-    assert "poststratified world population by continent" in html
+    assert "reweighted world population by continent" in html
+    assert "effective sample size" in html
     assert "no votes from Africa" in html

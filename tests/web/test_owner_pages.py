@@ -1,29 +1,23 @@
 import io
 import re
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 
-from arena import owners
 from arena.extensions import db
-from arena.models import Image, Prompt, PromptSet
+from arena.models import Image, Prompt
+from tests.datasets import IMAGES
+from tests.factories import make_model, make_owner, make_prompt_set
 
 from .helpers import csrf_token
-
-IMAGES = Path(__file__).resolve().parent.parent / "data" / "images"
 
 
 @pytest.fixture
 def signed_in(app, client):
     with app.app_context():
-        prompt_set = PromptSet(name="s")
-        db.session.add(prompt_set)
-        db.session.flush()
-        db.session.add(Prompt(prompt_set_id=prompt_set.id, position=1, text="a red cube"))
-        db.session.commit()
-        token = owners.create_owner("acme")
-        owners.create_owner("globex")
+        make_prompt_set("s", ["a red cube"])
+        _, token = make_owner("acme")
+        make_owner("globex")
         pid = db.session.scalar(select(Prompt.id))
     html = client.get("/owner/").get_data(as_text=True)
     response = client.post("/owner/sign-in", data={"csrf_token": csrf_token(html),
@@ -75,13 +69,37 @@ def test_htmx_upload_returns_result_rows(client, app, signed_in):
     assert body.startswith('<li class="result ok">') and "<html" not in body
 
 
+def test_manifest_paths_match_the_files_sent_one_by_one(client, app, signed_in):
+    """The page's script sends each file with the manifest; the server matches a file to
+    the manifest line by its path or, when unambiguous, its name (one parser for all)."""
+    html = client.get("/owner/").get_data(as_text=True)
+    client.post("/owner/models", data={"csrf_token": csrf_token(html), "name": "Acme-1"})
+    manifest = f"prompt_id,path\n{signed_in},renders/deep/x.webp\n".encode()
+    response = client.post("/owner/models/Acme-1/upload", headers={"HX-Request": "true"},
+                           data={"csrf_token": csrf_token(html), "images": [
+                               (io.BytesIO((IMAGES / "ok.webp").read_bytes()), "x.webp"),
+                               (io.BytesIO(manifest), "manifest.csv")]},
+                           content_type="multipart/form-data")
+    assert f"accepted for prompt {signed_in}" in response.get_data(as_text=True)
+    bad = client.post("/owner/models/Acme-1/upload", headers={"HX-Request": "true"},
+                      data={"csrf_token": csrf_token(html), "images": [
+                          (io.BytesIO(b"file\nx.webp\n"), "manifest.csv")]},
+                      content_type="multipart/form-data")
+    body = bad.get_data(as_text=True)
+    assert bad.status_code == 422 and "<html" not in body
+    assert "manifest.csv: line 1: missing column" in body
+
+
 def test_other_owners_models_are_off_limits(client, app, signed_in):
     with app.app_context():
-        from arena.models import Owner
+        from arena.accounts.owners import get_owner
 
-        globex = db.session.scalar(select(Owner).where(Owner.name == "globex"))
-        owners.register_model(globex, "Globex-X")
-    assert client.get("/owner/models/Globex-X").status_code == 403
+        make_model("Globex-X", get_owner("globex"))
+    # someone else's model answers exactly like one that does not exist
+    theirs, nobody = client.get("/owner/models/Globex-X"), client.get("/owner/models/Nobody")
+    assert theirs.status_code == nobody.status_code == 404
+    assert theirs.get_data(as_text=True).replace("Globex-X", "Nobody") == \
+        nobody.get_data(as_text=True)
     assert client.get("/owner/models/None-such").status_code == 404
     assert "Globex-X" not in client.get("/owner/").get_data(as_text=True)
 

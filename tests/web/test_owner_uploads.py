@@ -2,32 +2,28 @@
 
 import io
 import zipfile
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 
-from arena import owners
+from arena.campaigns import campaigns
+from arena.catalog.ingest import ingest_image
 from arena.extensions import db
-from arena.models import Comparison, Image, Prompt, PromptSet
+from arena.models import Comparison, Image, Prompt
+from tests.datasets import IMAGES
+from tests.factories import make_model, make_owner, make_prompt_set
 
-IMAGES = Path(__file__).resolve().parent.parent / "data" / "images"
+from .helpers import bearer
 
 
 @pytest.fixture
 def owner(app):
     with app.app_context():
-        prompt_set = PromptSet(name="DrawBench-mini")
-        db.session.add(prompt_set)
-        db.session.flush()
-        db.session.add_all([Prompt(prompt_set_id=prompt_set.id, position=i, text=f"p{i}")
-                            for i in (1, 2)])
-        db.session.commit()
-        token = owners.create_owner("acme")
-        other = owners.create_owner("globex")
+        make_prompt_set("DrawBench-mini", ["p1", "p2"])
+        _, token = make_owner("acme")
+        _, other = make_owner("globex")
         prompt_ids = db.session.scalars(select(Prompt.id).order_by(Prompt.id)).all()
-    return {"auth": {"Authorization": f"Bearer {token}"},
-            "other": {"Authorization": f"Bearer {other}"}, "prompts": prompt_ids}
+    return {"auth": bearer(token), "other": bearer(other), "prompts": prompt_ids}
 
 
 def upload(client, auth, model, name, prompt_id, data=None):
@@ -42,20 +38,15 @@ def test_register_and_upload(client, owner, app):
     created = client.post("/api/v1/models", headers=owner["auth"],
                           json={"name": "Acme-1", "link": "https://acme.example/model"})
     assert created.status_code == 201
-    assert client.post("/api/v1/models", headers=owner["auth"],
-                       json={"name": "Acme-1"}).status_code == 400
+    taken = client.post("/api/v1/models", headers=owner["auth"], json={"name": "Acme-1"})
+    assert taken.status_code == 409 and "exists already" in taken.json["error"]
+    for bad in ({"name": 12}, {"name": "x", "link": "ftp://a"}, {"name": "y", "link": 5}):
+        refused = client.post("/api/v1/models", headers=owner["auth"], json=bad)
+        assert refused.status_code == 400 and refused.json["field"] in ("name", "link")
     with app.app_context():
-        from arena import campaigns
-        from arena.models import Owner
-
-        other = db.session.scalar(select(Owner).where(Owner.name == "globex"))
-        owners.register_model(other, "Globex-1")
+        globex = make_model("Globex-1", make_owner("globex-2")[0])
         live = campaigns.create_campaign("Live", "DrawBench-mini", ["Acme-1", "Globex-1"])
         campaigns.publish(live)
-        globex = db.session.scalar(select(owners.GenModel).where(
-            owners.GenModel.name == "Globex-1"))
-        from arena.ingest import ingest_image
-
         assert ingest_image(globex, owner["prompts"][0], (IMAGES / "ok.jpg").read_bytes(),
                             "g.jpg").ok
     ok = upload(client, owner["auth"], "Acme-1", "ok.png", owner["prompts"][0])
@@ -82,9 +73,11 @@ def test_bad_uploads_get_a_json_reason(client, owner, name, status, reason):
 
 def test_upload_permissions_and_malformed_requests(client, owner, app):
     client.post("/api/v1/models", headers=owner["auth"], json={"name": "Acme-1"})
-    assert upload(client, owner["other"], "Acme-1", "ok.png",
-                  owner["prompts"][0]).status_code == 403
-    assert upload(client, owner["auth"], "Nope", "ok.png", owner["prompts"][0]).status_code == 404
+    # another owner's model is answered like a model that does not exist: no name oracle
+    theirs = upload(client, owner["other"], "Acme-1", "ok.png", owner["prompts"][0])
+    nobody = upload(client, owner["other"], "Nope", "ok.png", owner["prompts"][0])
+    assert theirs.status_code == nobody.status_code == 404
+    assert theirs.json["error"].replace("Acme-1", "Nope") == nobody.json["error"]
     assert upload(client, owner["auth"], "Acme-1", "ok.png", 424242).status_code == 404
     missing = client.post("/api/v1/models/Acme-1/images", headers=owner["auth"],
                           data={"prompt_id": "1"}, content_type="multipart/form-data")
@@ -103,11 +96,7 @@ def test_prompts_listing(client, owner):
 
 def test_cli_owner_model_and_import_from_zip(runner, app, tmp_path):
     with app.app_context():
-        prompt_set = PromptSet(name="s")
-        db.session.add(prompt_set)
-        db.session.flush()
-        db.session.add(Prompt(prompt_set_id=prompt_set.id, position=1, text="a cat"))
-        db.session.commit()
+        make_prompt_set("s", ["a cat"])
         pid = db.session.scalar(select(Prompt.id))
     token = runner.invoke(args=["owner", "create", "initech"])
     assert token.exit_code == 0 and token.stdout.strip().startswith("owner_")
@@ -137,5 +126,8 @@ def test_cli_owner_model_and_import_from_zip(runner, app, tmp_path):
     with app.app_context():
         # 2 images of A x 1 image of B, three criteria
         assert db.session.scalar(select(func.count()).select_from(Comparison)) == 6
-    assert runner.invoke(args=["import", "--model", "Nope", str(folder)]).exit_code != 0
+    missing = runner.invoke(args=["import", "--model", "Nope", str(folder)])
+    assert missing.exit_code == 3 and "no model named 'Nope'" in missing.output
+    taken = runner.invoke(args=["owner", "create", "initech"])
+    assert taken.exit_code == 5 and "exists already" in taken.output
     assert runner.invoke(args=["owner", "revoke", "initech"]).exit_code == 0

@@ -5,7 +5,6 @@ import secrets
 
 import pytest
 
-from tests.conftest import _build, _config
 from tests.factories import make_campaign
 
 REDIS_URL = os.environ.get("ARENA_TEST_REDIS_URL", "redis://127.0.0.1:6379")
@@ -26,18 +25,14 @@ def redis_client():
     client.close()
 
 
-def test_two_servers_share_one_limit_and_store_no_ip(tmp_path, redis_client):
+def test_two_servers_share_one_limit_and_store_no_ip(make_app, redis_client):
     prefix = f"arena-test-{secrets.token_hex(4)}"
     config = {"RATELIMIT_ENABLED": True, "RATELIMIT_STORAGE_URI": REDIS_URL,
               "RATELIMIT_KEY_PREFIX": prefix, "RATE_LIMIT_SESSIONS": "3/minute"}
-    first = _build(_config(tmp_path, **config))
+    first = make_app(**config)
     with first.app_context():
         make_campaign()
-    # a second "server" process on the same database and the same Redis
-    second_config = _config(tmp_path, **config)
-    from arena import create_app
-
-    second = create_app(second_config)
+    second = make_app(**config)  # a second "server" on the same database and Redis
     codes = []
     for app in (first, second, first, second):
         codes.append(app.test_client().post("/api/v1/sessions").status_code)

@@ -1,11 +1,19 @@
 import re
+from datetime import timedelta
 
+import pytest
 from sqlalchemy import delete, select
 
 from arena.extensions import db
 from arena.models import Comparison, Task, Vote, Voter, VotingSession
 
-from .helpers import csrf_token, start_session, task_id
+from .helpers import confirm_read_if_asked, csrf_token, start_session, task_id
+
+
+@pytest.fixture(autouse=True)
+def quick_reveal(app):
+    """Captions need no reading time here, except where a test sets it back."""
+    app.config["REVEAL_WORD_MS"] = 0
 
 
 def test_landing_explains_and_offers_prefer_not_to_say(client):
@@ -46,9 +54,9 @@ def test_full_session_without_javascript(client, web_campaign, app):
     html = page.get_data(as_text=True)
     assert "Question 1 of 3" in html
     for _ in range(3):
+        html = confirm_read_if_asked(client, html)
         tid = task_id(html)
-        data = {"csrf_token": csrf_token(html), "choice": "left", "response_ms": "900",
-                "read_confirmed": "1"}
+        data = {"csrf_token": csrf_token(html), "choice": "left", "response_ms": "900"}
         response = client.post(f"/t/{tid}", data=data)
         assert response.status_code == 303
         html = client.get(response.headers["Location"]).get_data(as_text=True)
@@ -60,10 +68,9 @@ def test_full_session_without_javascript(client, web_campaign, app):
 def test_htmx_vote_returns_the_next_card_only(client, web_campaign, app):
     app.config["VALIDATION_RATE"] = 0.0
     location = start_session(client).headers["Location"]
-    html = client.get(location).get_data(as_text=True)
+    html = confirm_read_if_asked(client, client.get(location).get_data(as_text=True))
     response = client.post(
-        f"/t/{task_id(html)}",
-        data={"csrf_token": csrf_token(html), "choice": "right", "read_confirmed": "1"},
+        f"/t/{task_id(html)}", data={"csrf_token": csrf_token(html), "choice": "right"},
         headers={"HX-Request": "true"},
     )
     body = response.get_data(as_text=True)
@@ -77,7 +84,9 @@ def test_task_page_shows_question_and_opaque_images_only(client, web_campaign, a
     html = client.get(location).get_data(as_text=True)
     urls = re.findall(r'<img src="([^"]+)"', html)
     assert len(urls) == 2
-    assert all(re.fullmatch(r"/img/[0-9a-f]{64}/phone\.webp", u) for u in urls)
+    small = app.config["PRESENT_SIZES"][0]
+    assert all(re.fullmatch(rf"/img/t\d+[lr]-[A-Za-z0-9_-]{{22}}/{small}\.webp", u)
+               for u in urls)
     assert "model-" not in html
     with app.app_context():
         session = db.session.scalar(select(VotingSession))
@@ -96,17 +105,40 @@ def alignment_page(client, app):
 
 
 def test_alignment_vote_needs_reading_confirmation(client, web_campaign, app):
+    app.config["REVEAL_WORD_MS"] = 220
     html = alignment_page(client, app)
     assert 'class="word"' in html and "I have read the caption" in html
+    assert re.search(r'<fieldset class="pair locked" disabled>', html)  # images off
     tid = task_id(html)
-    response = client.post(f"/t/{tid}", data={"csrf_token": csrf_token(html), "choice": "left"})
-    assert response.status_code == 422
-    assert "confirm" in response.get_data(as_text=True)
+    # a vote before confirming, even with the old client-side field forged, is refused
+    forged = client.post(f"/t/{tid}", data={"csrf_token": csrf_token(html), "choice": "left",
+                                            "read_confirmed": "1", "response_ms": "1"})
+    assert forged.status_code == 409
+    assert "read the caption and confirm" in forged.get_data(as_text=True)
+    # confirming before the caption could have been read is refused too
+    early = client.post(f"/t/{tid}/read", data={"csrf_token": csrf_token(html)})
+    assert early.status_code == 409 and "to the end" in early.get_data(as_text=True)
     with app.app_context():
         assert db.session.scalar(select(Vote)) is None
-    response = client.post(f"/t/{tid}", data={"csrf_token": csrf_token(html), "choice": "left",
-                                              "read_confirmed": "1"})
+        task = db.session.get(Task, tid)
+        task.shown_at -= timedelta(seconds=30)  # the voter took their time to read
+        db.session.commit()
+    confirmed = client.post(f"/t/{tid}/read", data={"csrf_token": csrf_token(html)})
+    assert confirmed.status_code == 303
+    html = client.get(confirmed.headers["Location"]).get_data(as_text=True)
+    assert '<fieldset class="pair">' in html and "I have read the caption" not in html
+    response = client.post(f"/t/{tid}", data={"csrf_token": csrf_token(html), "choice": "left"})
     assert response.status_code == 303
+
+
+def test_htmx_read_confirmation_returns_the_unlocked_card(client, web_campaign, app):
+    html = alignment_page(client, app)
+    tid = task_id(html)
+    response = client.post(f"/t/{tid}/read", data={"csrf_token": csrf_token(html)},
+                           headers={"HX-Request": "true"})
+    body = response.get_data(as_text=True)
+    assert response.status_code == 200 and "<html" not in body
+    assert '<fieldset class="pair">' in body and "Question 1 of" in body
 
 
 def test_someone_elses_session_and_task_are_forbidden(client, web_campaign, app):
@@ -121,10 +153,37 @@ def test_someone_elses_session_and_task_are_forbidden(client, web_campaign, app)
     assert response.status_code == 403
 
 
+def test_html_vote_errors_say_what_to_do(client, web_campaign, app):
+    app.config["VALIDATION_RATE"] = 0.0
+    location = start_session(client, criterion="coherence").headers["Location"]
+    html = client.get(location).get_data(as_text=True)
+    tid, token = task_id(html), csrf_token(html)
+    # no image chosen: the same card again with the reason, nothing recorded
+    missing = client.post(f"/t/{tid}", data={"csrf_token": token})
+    assert missing.status_code == 400
+    body = missing.get_data(as_text=True)
+    assert "Tap the image you choose" in body and task_id(body) == tid
+    with_htmx = client.post(f"/t/{tid}", data={"csrf_token": token, "choice": "up"},
+                            headers={"HX-Request": "true"})
+    assert with_htmx.status_code == 400 and "<html" not in with_htmx.get_data(as_text=True)
+    # a task that does not exist, and a browser that never started a session
+    unknown = client.post("/t/999999", data={"csrf_token": token, "choice": "left"})
+    assert unknown.status_code == 404 and "no task" in unknown.get_data(as_text=True)
+    stranger = app.test_client()
+    stranger_token = csrf_token(stranger.get("/").get_data(as_text=True))
+    nobody = stranger.post(f"/t/{tid}", data={"csrf_token": stranger_token, "choice": "left"})
+    assert nobody.status_code == 403 and "home page" in nobody.get_data(as_text=True)
+    page = stranger.get(location)  # someone else's session: a page with a way back
+    assert page.status_code == 403 and 'href="/"' in page.get_data(as_text=True)
+    with app.app_context():
+        assert db.session.scalar(select(Vote)) is None
+
+
 def test_double_submit_is_harmless(client, web_campaign, app):
     app.config["VALIDATION_RATE"] = 0.0
     html = client.get(start_session(client).headers["Location"]).get_data(as_text=True)
-    data = {"csrf_token": csrf_token(html), "choice": "left", "read_confirmed": "1"}
+    html = confirm_read_if_asked(client, html)
+    data = {"csrf_token": csrf_token(html), "choice": "left"}
     tid = task_id(html)
     first = client.post(f"/t/{tid}", data=data, headers={"HX-Request": "true"})
     second = client.post(f"/t/{tid}", data=data, headers={"HX-Request": "true"})
@@ -145,14 +204,15 @@ def test_wrong_validation_answer_shows_a_warning(client, web_campaign, app):
         for task in session.tasks:
             if task.id == gold.id:
                 break
+            html = confirm_read_if_asked(client, html, **{"HX-Request": "true"})
             html = client.post(f"/t/{task.id}", data={"csrf_token": csrf_token(html),
-                               "choice": "left", "read_confirmed": "1"},
+                               "choice": "left"},
                                headers={"HX-Request": "true"}).get_data(as_text=True)
         wrong = "right" if gold.left_image_id == gold.comparison.correct_image_id else "left"
         gold_id = gold.id
-    html = client.post(f"/t/{gold_id}", data={"csrf_token": csrf_token(html), "choice": wrong,
-                       "read_confirmed": "1"}, headers={"HX-Request": "true"}
-                       ).get_data(as_text=True)
+    html = confirm_read_if_asked(client, html, **{"HX-Request": "true"})
+    html = client.post(f"/t/{gold_id}", data={"csrf_token": csrf_token(html), "choice": wrong},
+                       headers={"HX-Request": "true"}).get_data(as_text=True)
     assert "check question" in html
 
 
@@ -174,7 +234,7 @@ def test_criterion_links_start_that_criterion(client, web_campaign, app):
         assert db.session.scalar(select(VotingSession)).criterion == "alignment"
     assert response.status_code == 303
     bad = client.post("/start", data={"csrf_token": csrf_token(html), "criterion": "beauty"})
-    assert bad.status_code == 422
+    assert bad.status_code == 400 and "criterion must be one of" in bad.get_data(as_text=True)
 
 
 def test_uninitialised_database_gets_a_clear_503(tmp_path):

@@ -6,8 +6,6 @@ Create Date: 2026-11-22 07:23:22.706778
 
 """
 from alembic import op
-import sqlalchemy as sa
-
 
 # revision identifiers, used by Alembic.
 revision = '0cf6b579e8c7'

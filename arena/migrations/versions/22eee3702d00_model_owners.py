@@ -5,9 +5,8 @@ Revises: 0cf6b579e8c7
 Create Date: 2026-11-22 07:30:53.415031
 
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = '22eee3702d00'

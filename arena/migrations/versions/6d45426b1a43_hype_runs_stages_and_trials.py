@@ -5,9 +5,8 @@ Revises: c4b1697a2792
 Create Date: 2026-11-22 07:46:08.945096
 
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = '6d45426b1a43'

@@ -5,9 +5,8 @@ Revises:
 Create Date: 2026-11-22 06:30:04.638455
 
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = '7e78961bae08'

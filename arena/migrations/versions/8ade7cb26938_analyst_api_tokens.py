@@ -5,9 +5,8 @@ Revises: 7e78961bae08
 Create Date: 2026-11-22 07:11:59.004147
 
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = '8ade7cb26938'

@@ -5,9 +5,8 @@ Revises: 22eee3702d00
 Create Date: 2026-11-22 07:37:59.407676
 
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = 'c4b1697a2792'

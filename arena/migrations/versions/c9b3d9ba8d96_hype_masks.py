@@ -5,9 +5,8 @@ Revises: 6d45426b1a43
 Create Date: 2026-11-22 07:58:58.022289
 
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = 'c9b3d9ba8d96'

@@ -1,0 +1,240 @@
+"""Exports: ranked tables (text, CSV, JSON, Parquet) and the vote log (CSV, JSON lines,
+Parquet). pyarrow is imported only when a Parquet file is asked for."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import tempfile
+from dataclasses import dataclass
+
+from flask import current_app
+from sqlalchemy import select
+from sqlalchemy.orm import aliased
+
+from arena.analysis.leaderboard import Ranking
+from arena.errors import Invalid
+from arena.extensions import db
+from arena.infra.secrets import pseudonym
+from arena.models import Comparison, GenModel, Image, Prompt, Task, Vote, Voter
+from arena.voting.flags import names as flag_names
+
+FORMATS = ("table", "csv", "json", "parquet")
+COLUMNS = ["rank", "model", "score", "score_low", "score_high", "rating", "ci_low", "ci_high",
+           "rank_best", "rank_worst", "tier", "online_elo", "votes", "wins", "win_rate"]
+
+
+INTEGER_COLUMNS = {"rank", "rank_best", "rank_worst", "tier", "votes"}
+
+
+def clean(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _csv_cell(value):
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return value
+
+
+def to_json(ranking: Ranking) -> str:
+    return json.dumps([{k: clean(v) for k, v in r.items()} for r in ranking.records()],
+                      indent=2)
+
+
+def to_csv(ranking: Ranking) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for record in ranking.records():
+        writer.writerow([_csv_cell(record[c]) for c in COLUMNS])
+    return buf.getvalue()
+
+
+def to_parquet(ranking: Ranking) -> bytes:
+    import pyarrow as pa  # imported here: only Parquet exports need it
+    import pyarrow.parquet as pq
+
+    def arrow_type(column):
+        if column == "model":
+            return pa.string()
+        return pa.int64() if column in INTEGER_COLUMNS else pa.float64()
+
+    records = ranking.records()
+    table = pa.Table.from_pydict(
+        {c: [clean(r[c]) for r in records] for c in COLUMNS},
+        schema=pa.schema([(c, arrow_type(c)) for c in COLUMNS]))
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
+def to_table(ranking: Ranking) -> str:
+    def fmt(x, spec):
+        return "-" if x is None else format(x, spec)
+
+    header = (f"{'rank':>4}  {'model':24} {'score':>7}  {'rating':>7}  {'95% CI':>15}  "
+              f"{'ranks':>7}  {'tier':>4}  {'online':>7}  {'votes':>8}  {'win%':>6}")
+    lines = [header]
+    for m in ranking.models:
+        ci = "-" if m.ci_low is None else f"{m.ci_low:.0f}–{m.ci_high:.0f}"
+        ranks = ("-" if m.rank_best is None else str(m.rank_best) if m.rank_best == m.rank_worst
+                 else f"{m.rank_best}–{m.rank_worst}")
+        lines.append(
+            f"{m.rank:>4}  {m.model[:24]:24} {m.score:7.2f}  {fmt(m.rating, '7.1f')}  "
+            f"{ci:>15}  {ranks:>7}  {fmt(m.tier, '>4')}  {fmt(m.online_elo, '7.1f')}  "
+            f"{m.votes:>8,d}  {fmt(None if m.win_rate is None else 100 * m.win_rate, '6.1f')}")
+    title = f"{ranking.method.upper()} ranking"
+    if ranking.criterion:
+        title += f" — {ranking.criterion}"
+    title += f" — {ranking.total_votes:,d} votes"
+    if ranking.bootstrap_rounds:
+        title += f", {ranking.bootstrap_rounds} bootstrap rounds"
+    elif ranking.intervals == "instant":
+        title += ", instant (sandwich) intervals"
+    if ranking.cluster:
+        title += (", resampling single votes" if ranking.cluster == "none"
+                  else f", resampling {ranking.units:,d} {ranking.cluster}s")
+    head = [title]
+    if ranking.slice:
+        head.append("slice: " + ", ".join(f"{k}={v}" for k, v in ranking.slice.items()))
+    flags = [f"! {f}" for f in ranking.flags]
+    return "\n".join(head + lines + flags) + "\n"
+
+
+# --- The vote log -------------------------------------------------------------------------
+
+VOTE_FORMATS = ("csv", "jsonl", "parquet")
+VOTE_COLUMNS = [
+    "vote_id", "created_at", "criterion", "prompt_id", "prompt_category", "left_image_id",
+    "right_image_id", "left_model", "right_model", "winner", "winner_model", "response_ms",
+    "server_ms", "flags", "voter", "age_group", "gender", "country", "continent",
+    "is_validation", "validation_correct",
+]
+
+
+def _vote_query():
+    left_img, right_img = aliased(Image), aliased(Image)
+    left_model, right_model = aliased(GenModel), aliased(GenModel)
+    return (
+        select(
+            Vote.id.label("vote_id"), Vote.created_at, Vote.criterion,
+            Comparison.prompt_id, Prompt.category.label("prompt_category"),
+            Task.left_image_id, Task.right_image_id,
+            left_model.name.label("left_model"), right_model.name.label("right_model"),
+            Vote.choice.label("winner"), Vote.response_ms, Vote.server_ms, Vote.flags,
+            Voter.public_id,
+            Voter.age_group, Voter.gender, Voter.country, Voter.continent,
+            Vote.is_validation, Vote.correct.label("validation_correct"),
+        )
+        .join(Task, Task.id == Vote.task_id)
+        .join(Comparison, Comparison.id == Vote.comparison_id)
+        .outerjoin(Prompt, Prompt.id == Comparison.prompt_id)
+        .join(Voter, Voter.id == Vote.voter_id)
+        .join(left_img, left_img.id == Task.left_image_id)
+        .join(right_img, right_img.id == Task.right_image_id)
+        .outerjoin(left_model, left_model.id == left_img.model_id)
+        .outerjoin(right_model, right_model.id == right_img.model_id)
+        .order_by(Vote.id)
+    )
+
+
+def iter_votes(engine, key: str, batch: int = 5000):
+    """Yield lists of vote dicts (``VOTE_COLUMNS``) from one consistent snapshot, ``batch``
+    rows at a time, with a server-side cursor: memory stays flat however long the log."""
+    options = {"stream_results": True, "yield_per": batch}
+    if engine.dialect.name == "postgresql":
+        options["isolation_level"] = "REPEATABLE READ"
+    with engine.connect().execution_options(**options) as connection:
+        result = connection.execute(_vote_query())
+        for rows in result.mappings().partitions():
+            out = []
+            for row in rows:
+                record = dict(row)
+                record["voter"] = pseudonym(key, record.pop("public_id"))
+                record["winner_model"] = record[f"{record['winner']}_model"]
+                record["flags"] = "+".join(flag_names(record["flags"]))  # "" = counted
+                out.append({k: record[k] for k in VOTE_COLUMNS})
+            yield out
+
+
+def votes_csv(batches):
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=VOTE_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    yield buf.getvalue()
+    for rows in batches:
+        buf.seek(0)
+        buf.truncate()
+        for row in rows:
+            row["created_at"] = row["created_at"].isoformat()
+            writer.writerow(row)
+        yield buf.getvalue()
+
+
+def votes_jsonl(batches):
+    for rows in batches:
+        yield "".join(json.dumps(row, default=str) + "\n" for row in rows)
+
+
+def votes_parquet(batches, sink) -> None:
+    """Write row groups to ``sink`` (a binary file) batch by batch."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([
+        ("vote_id", pa.int64()), ("created_at", pa.timestamp("us")), ("criterion", pa.string()),
+        ("prompt_id", pa.int64()), ("prompt_category", pa.string()),
+        ("left_image_id", pa.int64()), ("right_image_id", pa.int64()),
+        ("left_model", pa.string()), ("right_model", pa.string()), ("winner", pa.string()),
+        ("winner_model", pa.string()), ("response_ms", pa.int64()),
+        ("server_ms", pa.int64()), ("flags", pa.string()), ("voter", pa.string()),
+        ("age_group", pa.string()), ("gender", pa.string()), ("country", pa.string()),
+        ("continent", pa.string()), ("is_validation", pa.bool_()),
+        ("validation_correct", pa.bool_()),
+    ])
+    with pq.ParquetWriter(sink, schema) as writer:
+        for rows in batches:
+            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+
+
+@dataclass
+class Download:
+    """A file for the client: its body (bytes, text, an iterator of text or a file object),
+    media type and name."""
+
+    body: object
+    mimetype: str
+    filename: str
+
+
+def vote_log(fmt: str) -> Download:
+    """The whole vote log, one row per vote, voters pseudonymised with ``PSEUDONYM_KEY``:
+    CSV and JSON lines stream from one snapshot; Parquet is written in row groups to a
+    spooled file. Raises Invalid for another format."""
+    if fmt not in VOTE_FORMATS:
+        raise Invalid(f"format must be one of {', '.join(VOTE_FORMATS)}", field="format")
+    batches = iter_votes(db.engine, current_app.config["PSEUDONYM_KEY"])
+    if fmt == "parquet":
+        sink = tempfile.SpooledTemporaryFile(max_size=64 * 2**20)  # noqa: SIM115 - the response closes it
+        votes_parquet(batches, sink)
+        sink.seek(0)
+        return Download(sink, "application/vnd.apache.parquet", "votes.parquet")
+    if fmt == "csv":
+        return Download(votes_csv(batches), "text/csv", "votes.csv")
+    return Download(votes_jsonl(batches), "application/x-ndjson", "votes.jsonl")
+
+
+def ranking_download(ranking: Ranking, fmt: str) -> Download:
+    """A ranked table as a CSV or Parquet file named after its criterion and method."""
+    name = f"leaderboard-{ranking.criterion}-{ranking.method}"
+    if fmt == "parquet":
+        return Download(to_parquet(ranking), "application/vnd.apache.parquet",
+                        f"{name}.parquet")
+    return Download(to_csv(ranking), "text/csv", f"{name}.csv")

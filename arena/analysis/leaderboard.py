@@ -1,0 +1,472 @@
+"""Rankings from the vote log: tally in SQL, fit with the pure core, map back to models.
+
+Rows -> arrays -> ranking -> rows. :mod:`arena.analysis.tallies` does one
+``GROUP BY (unit, winner, loser)`` per criterion and slice; the core fits Bradley-Terry and
+builds the intervals by the same resampling units (voters by default), so ranking millions
+of votes costs one aggregation query and a fit on the aggregated rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+
+import numpy as np
+from flask import current_app
+from sqlalchemy import select
+
+from arena.analysis.tallies import RankingError, Slice, Tally, tally, vote_filter
+from arena.config import check_criterion
+from arena.extensions import db
+from arena.models import Comparison, EloRating, GenModel, Vote
+from arena.ranking import PairCounts, bootstrap, bradley_terry, instant_intervals
+
+METHODS = ("bt", "elo")
+INTERVALS = ("bootstrap", "instant")
+LEVEL = 0.95
+
+@dataclass
+class RankedModel:
+    rank: int
+    model: str
+    score: float  # Bradley-Terry strength, models sum to 100
+    rating: float | None  # Elo scale, mean 1000 (None: no votes)
+    ci_low: float | None  # Elo scale
+    ci_high: float | None
+    score_low: float | None
+    score_high: float | None
+    rank_best: int | None  # the 95% confidence set of its rank: rank_best..rank_worst
+    rank_worst: int | None
+    tier: int | None  # no model of a tier is surely ahead of another of it (see ranking.ranks)
+    online_elo: float | None
+    votes: int
+    wins: float
+    win_rate: float | None
+
+
+@dataclass
+class Ranking:
+    criterion: str | None
+    method: str
+    models: list[RankedModel]
+    total_votes: int
+    bootstrap_rounds: int
+    intervals: str | None = None
+    cluster: str | None = None  # what the intervals resample: voter, prompt, none (votes)
+    units: int | None = None  # how many of them
+    effective_votes: float | None = None  # Kish's effective size when reweighted
+    flags: list[str] = field(default_factory=list)
+    slice: dict = field(default_factory=dict)
+    prob_ahead: list[list[float]] | None = None
+    wins: list[list[float]] | None = None
+
+    def records(self) -> list[dict]:
+        return [asdict(m) for m in self.models]
+
+
+def rank_counts(
+    names: list[str],
+    data: PairCounts,
+    *,
+    rounds: int = 1000,
+    rng: np.random.Generator | None = None,
+    intervals: str = "bootstrap",
+    cluster: str = "voter",
+    calibration=None,
+    online_elo: dict[str, float] | None = None,
+    criterion: str | None = None,
+    include_idle: bool = True,
+) -> Ranking:
+    """Bradley-Terry ranking of ``names`` from ``data`` (:class:`PairCounts`), with 95%
+    intervals from a ``rounds``-round bootstrap (``intervals="bootstrap"``, none when rounds
+    is 0) or the sandwich variance (``"instant"``), both resampling ``data``'s units (which
+    are ``cluster``: voters, prompts) or single votes (``cluster="none"``, or when there is
+    only one unit), and both re-weighting by ``calibration`` when given. Models without any
+    vote come last, flagged (left out with ``include_idle=False``: public pages do not list
+    models nobody has voted on, which may not have been announced)."""
+    if intervals not in INTERVALS:
+        raise RankingError(f"intervals must be one of {', '.join(INTERVALS)}",
+                           field="intervals")
+    raw = data.matrix()
+    played = (raw + raw.T).sum(axis=1)
+    active = np.flatnonzero(played > 0)
+    sub = data.restricted(active)
+    weighted = sub.weighted_matrix(calibration)
+    fit = bradley_terry(weighted)
+    resample = "unit" if cluster != "none" and sub.n_units > 1 else "vote"
+    spread = _intervals(sub, fit, intervals, rounds, rng, resample, calibration)
+    active_names = [names[i] for i in active]
+    order = np.argsort(-fit.scores, kind="stable")
+    elo_now = online_elo or {}
+    rows = [_ranked_row(position, names[active[k]], int(k), fit, spread,
+                        elo_now.get(names[active[k]]), played[active[k]], raw[active[k]])
+            for position, k in enumerate(order, start=1)]
+    idle = np.flatnonzero(played == 0) if include_idle else []
+    rows += [_idle_row(len(rows) + n, names[i], elo_now.get(names[i]))
+             for n, i in enumerate(idle, start=1)]
+    ranking = Ranking(
+        criterion=criterion, method="bt", models=rows, total_votes=round(float(raw.sum())),
+        bootstrap_rounds=rounds if spread is not None and intervals == "bootstrap" else 0,
+        intervals=intervals if spread is not None else None,
+        cluster=None if spread is None else (cluster if resample == "unit" else "none"),
+        units=sub.n_units if resample == "unit" else None,
+        effective_votes=sub.effective_size(calibration) if calibration is not None else None,
+        prob_ahead=_reorder(spread.prob_ahead, order) if spread else None,
+        wins=_reorder(weighted, order))
+    ranking.flags = _flags([names[i] for i in idle], fit, spread, active_names, ranking,
+                           cluster)
+    return ranking
+
+
+def _intervals(sub, fit, intervals, rounds, rng, resample, calibration):
+    """Sandwich or bootstrap intervals of the fit, or None (one model, or no rounds)."""
+    if sub.n_items < 2:
+        return None
+    if intervals == "instant":
+        return instant_intervals(sub, fit, resample=resample, calibration=calibration,
+                                 level=LEVEL, rng=rng)
+    if rounds <= 0:
+        return None
+    return bootstrap(sub, rounds=rounds, rng=rng, resample=resample, calibration=calibration,
+                     level=LEVEL, fit=fit)
+
+
+def _flags(idle, fit, spread, active_names, ranking: Ranking, cluster: str) -> list[str]:
+    flags = []
+    if not ranking.total_votes:
+        flags.append("no votes yet in this selection")
+    if idle:
+        flags.append(f"no votes yet for: {', '.join(idle)}")
+    flags += [_name_items(flag, active_names) for flag in fit.flags]
+    if getattr(spread, "prior_rounds", 0):
+        flags.append(f"{spread.prior_rounds} of {ranking.bootstrap_rounds} bootstrap rounds "
+                     "lacked a maximum-likelihood answer and used the weak prior: intervals "
+                     "are wide")
+    if spread is not None and ranking.cluster != cluster:
+        flags.append(f"every vote has the same {cluster}: intervals resample single votes")
+    if ranking.units is not None and spread is not None:
+        least = current_app.config["MIN_CLUSTERS"] if current_app else 20
+        if ranking.units < least:
+            flags.append(f"intervals resample {ranking.units} units (fewer than {least}): "
+                         "too few for clustered intervals to be trusted")
+    if ranking.effective_votes is not None and ranking.total_votes:
+        flags.append(f"reweighted: the votes are worth {ranking.effective_votes:,.0f} "
+                     f"unweighted ones (effective sample size, of {ranking.total_votes:,d})")
+    return flags
+
+
+@dataclass(frozen=True)
+class Point:
+    """A method's point estimate: ``scores`` (sum 100) and ``ratings`` (Elo scale)."""
+
+    scores: np.ndarray
+    ratings: np.ndarray
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A method's 95% intervals (Elo scale; sum-100 scale when known) and rank sets, in the
+    shape BootstrapResult and InstantResult already have."""
+
+    rating_low: np.ndarray
+    rating_high: np.ndarray
+    ranks: object
+    score_low: np.ndarray | None = None
+    score_high: np.ndarray | None = None
+
+
+def _idle_row(position: int, name: str, online: float | None) -> RankedModel:
+    """A model without a vote in the selection: last, with nothing estimated."""
+    return RankedModel(rank=position, model=name, score=0.0, rating=None, ci_low=None,
+                       ci_high=None, score_low=None, score_high=None, rank_best=None,
+                       rank_worst=None, tier=None, online_elo=online, votes=0, wins=0.0,
+                       win_rate=None)
+
+
+def _ranked_row(position, name, k, point, spread, online, played, won) -> RankedModel:
+    """Row ``k`` of a method's results, at ``position`` in the table."""
+    won = float(np.sum(won))
+    has = spread is not None
+    scored = has and spread.score_low is not None
+    return RankedModel(
+        rank=position, model=name, score=float(point.scores[k]),
+        rating=float(point.ratings[k]),
+        ci_low=float(spread.rating_low[k]) if has else None,
+        ci_high=float(spread.rating_high[k]) if has else None,
+        score_low=float(spread.score_low[k]) if scored else None,
+        score_high=float(spread.score_high[k]) if scored else None,
+        rank_best=int(spread.ranks.best[k]) if has else None,
+        rank_worst=int(spread.ranks.worst[k]) if has else None,
+        tier=int(spread.ranks.tier[k]) if has else None,
+        online_elo=online, votes=round(float(played)), wins=won,
+        win_rate=won / played if played else None)
+
+
+def _reorder(matrix: np.ndarray, order: np.ndarray) -> list[list[float]]:
+    return np.asarray(matrix)[np.ix_(order, order)].tolist()
+
+
+def _name_items(flag: str, names: list[str]) -> str:
+    """Replace the core's item indices ("[0, 3]") by model names in a flag."""
+    if "[" not in flag:
+        return flag
+    head, _, rest = flag.partition("[")
+    indices, _, tail = rest.partition("]")
+    try:
+        listed = ", ".join(names[int(i)] for i in indices.split(","))
+    except ValueError:
+        return flag
+    return f"{head}{listed}{tail}"
+
+
+def online_elo(criterion: str) -> dict[str, float]:
+    rows = db.session.execute(
+        select(GenModel.name, EloRating.rating)
+        .join(EloRating, EloRating.model_id == GenModel.id)
+        .where(EloRating.criterion == criterion)
+    )
+    return dict(rows.all())
+
+
+def rank_models(
+    criterion: str,
+    *,
+    method: str = "bt",
+    rounds: int = 1000,
+    slice_: Slice | None = None,
+    rng: np.random.Generator | None = None,
+    intervals: str = "bootstrap",
+    cluster: str = "voter",
+    margins=(),
+    poststratify: bool = False,
+    include_idle: bool = True,
+) -> Ranking:
+    """Rank the models for ``criterion`` from the votes in ``slice_``.
+
+    ``method="bt"``: batch Bradley-Terry with intervals that resample ``cluster`` units
+    (voters by default; prompts; "none": single votes), by bootstrap (``rounds`` > 0) or
+    the instant sandwich variance. ``margins`` (strings like ``"continent"`` or
+    ``"gender:female=0.5,male=0.5"``; ``poststratify`` is ``("continent",)``) reweight the
+    votes to population shares, design-based (:mod:`arena.analysis.margins`).
+    ``method="elo"``: the online Elo order (sequential Elo replayed over the sliced votes
+    when a slice is given), without intervals.
+
+    Raises
+    ------
+    RankingError
+        Unknown criterion, method, interval kind or cluster, or margins asked of Elo.
+        MarginError for a bad margin.
+    """
+    check_criterion(criterion)
+    slice_ = slice_ or Slice()
+    if method not in METHODS:
+        raise RankingError(f"method must be one of {', '.join(METHODS)}", field="method")
+    margins = tuple(margins) or (("continent",) if poststratify else ())
+    if margins and method != "bt":
+        raise RankingError("post-stratification applies to the Bradley-Terry method")
+    counted: Tally = tally(criterion, slice_, cluster=cluster, margins=margins)
+    elo_now = online_elo(criterion)
+    if method == "elo":
+        ranking = _rank_elo_votes(criterion, slice_, counted, cluster, rounds, rng, elo_now,
+                                  include_idle)
+    else:
+        ranking = rank_counts(counted.names, counted.counts, rounds=rounds, rng=rng,
+                              intervals=intervals, cluster=cluster,
+                              calibration=counted.calibration, online_elo=elo_now,
+                              criterion=criterion, include_idle=include_idle)
+    ranking.flags = counted.flags + ranking.flags
+    ranking.slice = {k: (v.isoformat() if isinstance(v, datetime) else v)
+                     for k, v in slice_.active().items()}
+    if counted.margins:
+        ranking.slice["reweighted"] = "; ".join(m.describe() for m in counted.margins)
+    return ranking
+
+
+def _rank_elo_votes(criterion, slice_, counted: Tally, cluster, rounds, rng, elo_now,
+                    include_idle) -> Ranking:
+    """Elo over the sliced votes in id order, with bootstrap intervals by ``cluster``."""
+    from arena.voting.votes import elo_params
+
+    unit = {"voter": Vote.voter_id, "prompt": Comparison.prompt_id}.get(cluster)
+    query = vote_filter(criterion, slice_, join_prompt=cluster == "prompt")
+    if unit is not None:
+        query = query.add_columns(unit)
+    rows = db.session.execute(query.order_by(Vote.id)).all()
+    index = {model_id: i for i, model_id in enumerate(counted.ids)}
+    rows = [r for r in rows if r[0] in index and r[1] in index and r[0] != r[1]]
+    winners = np.array([index[r[0]] for r in rows], dtype=np.int64)
+    losers = np.array([index[r[1]] for r in rows], dtype=np.int64)
+    units = np.array([-1 if r[2] is None else r[2] for r in rows]) if unit is not None \
+        else None
+    online = elo_now if not slice_.active() else None
+    return rank_elo(counted.names, winners, losers, units=units, rounds=rounds, rng=rng,
+                    params=elo_params(), online=online, criterion=criterion,
+                    cluster=cluster, include_idle=include_idle)
+
+
+def rank_elo(names: list[str], winners, losers, ties=None, units=None, *,
+             rounds: int = 1000, rng: np.random.Generator | None = None, params=None,
+             online: dict[str, float] | None = None, criterion: str | None = None,
+             cluster: str = "none", include_idle: bool = True) -> Ranking:
+    """Elo ranking of ``names`` from votes in their order: ``online_elo`` is the sequential
+    Elo in that order (the online path's update; ``online`` when given, the stored
+    ratings); ``rating`` is Elo averaged over random orders of the votes, with a 95%
+    interval from about ``rounds`` bootstrap replays, resampling ``units`` (voters) when
+    given (:func:`arena.ranking.elo.elo_bootstrap`). With ``rounds`` 0 the rating is the
+    single-order Elo and there are no intervals."""
+    from arena.ranking.elo import EloParams, elo, elo_bootstrap
+
+    params = params or EloParams()
+    rng = rng if rng is not None else np.random.default_rng()
+    n = len(names)
+    winners = np.asarray(winners, dtype=np.int64)
+    losers = np.asarray(losers, dtype=np.int64)
+    tie = np.zeros(winners.size, bool) if ties is None else np.asarray(ties, bool)
+    ordered = elo(winners, losers, n, ties=tie, params=params)
+    played = np.bincount(winners, minlength=n) + np.bincount(losers, minlength=n)
+    won = np.bincount(winners, weights=np.where(tie, 0.5, 1.0), minlength=n) \
+        + np.bincount(losers, weights=np.where(tie, 0.5, 0.0), minlength=n)
+    boot = None
+    if rounds > 0 and winners.size and n > 1:
+        boot = elo_bootstrap(winners, losers, n, ties=tie, units=units,
+                             rounds=max(rounds, 20), params=params, rng=rng, level=LEVEL)
+    point, spread, draws = _elo_spread(boot.mean if boot else ordered, boot, params, rng)
+    order = sorted(range(n), key=lambda i: (played[i] == 0, -point.ratings[i]))
+    order = [i for i in order if include_idle or played[i] > 0]
+    stored = online if online is not None else {}
+    rows = [_ranked_row(position, names[i], i, point, spread,
+                        stored.get(names[i], float(ordered[i])), played[i], won[i])
+            if played[i] else _idle_row(position, names[i], stored.get(names[i]))
+            for position, i in enumerate(order, start=1)]
+    flags = [] if winners.size else ["no votes yet in this selection"]
+    if boot:
+        flags.append("Elo: rating = averaged over random orders of the votes (online_elo "
+                     "is their own order, which recent votes sway)")
+    return Ranking(criterion=criterion, method="elo", models=rows,
+                   total_votes=int(winners.size), bootstrap_rounds=rounds if boot else 0,
+                   intervals="bootstrap" if boot else None,
+                   cluster=(cluster if units is not None else "none") if boot else None,
+                   units=len(np.unique(units)) if boot and units is not None else None,
+                   flags=flags,
+                   prob_ahead=None if draws is None else _reorder(
+                       (draws[:, :, None] > draws[:, None, :]).mean(axis=0), np.array(order)))
+
+
+def _elo_spread(rating, boot, params, rng):
+    """(Point, Spread or None, normal draws or None) for Elo ratings ``rating``."""
+    from arena.ranking import ranks
+
+    def scores(r):
+        strengths = 10 ** ((r - r.max(axis=-1, keepdims=True)) / params.scale)
+        return 100 * strengths / strengths.sum(axis=-1, keepdims=True)
+
+    point = Point(scores(rating), rating)
+    if boot is None:
+        return point, None, None
+    draws = rng.multivariate_normal(rating, boot.covariance, size=4000, method="eigh")
+    s_low, s_high = np.percentile(scores(draws), [2.5, 97.5], axis=0)
+    spread = Spread(boot.low, boot.high, ranks.from_normal(rating, boot.covariance, LEVEL),
+                    s_low, s_high)
+    return point, spread, draws
+
+
+def rank_davidson(names: list[str], data: PairCounts, *, rounds: int = 1000,
+                  rng: np.random.Generator | None = None, cluster: str = "none") -> Ranking:
+    """Rank with Davidson's tie model, with 95% intervals from ``rounds`` bootstrap refits
+    resampling ``data``'s units (voters) or single votes (``cluster="none"``), ties drawn as
+    ties. Raises RankingError when the decisive results admit no fit."""
+    from arena.ranking import ranks
+    from arena.ranking.davidson import davidson, davidson_bootstrap
+
+    n = len(names)
+    wins = np.zeros((n, n))
+    ties = np.zeros((n, n))
+    np.add.at(wins, (data.a, data.b), data.ab)
+    np.add.at(wins, (data.b, data.a), data.ba)
+    np.add.at(ties, (data.a, data.b), data.tie)
+    ties = ties + ties.T
+    try:
+        fit = davidson(wins, ties)
+        boot = davidson_bootstrap(data, rounds=rounds, rng=rng, level=LEVEL,
+                                  resample="vote" if cluster == "none" else "unit") \
+            if rounds > 0 else None
+    except ValueError as exc:
+        raise RankingError(str(exc)) from exc
+    spread = Spread(boot.low, boot.high, ranks.from_samples(fit.log_strengths, boot.samples,
+                                                            LEVEL)) if boot else None
+    played = (wins + wins.T + ties).sum(axis=1)
+    order = np.argsort(-fit.scores, kind="stable")
+    rows = [_ranked_row(position, names[i], i, fit, spread, None, played[i],
+                        wins[i].sum() + ties[i].sum() / 2)
+            for position, i in enumerate(order, start=1)]
+    tie_share = 100 * fit.nu / (2 + fit.nu)
+    flags = [f"Davidson tie model: nu = {fit.nu:.3f} (equal models tie {tie_share:.0f}% of "
+             "the time)"]
+    if not fit.converged:
+        flags.append("the Davidson fit did not converge")
+    if boot and boot.failed:
+        flags.append(f"{boot.failed} of {rounds} bootstrap rounds admitted no fit and were "
+                     "left out")
+    return Ranking(criterion=None, method="davidson", models=rows,
+                   total_votes=round(float(wins.sum() + ties.sum() / 2)),
+                   bootstrap_rounds=rounds if boot else 0,
+                   intervals="bootstrap" if boot else None,
+                   cluster=cluster if boot else None,
+                   units=data.n_units if boot and cluster != "none" else None, flags=flags)
+
+
+@dataclass(frozen=True)
+class EloRow:
+    rank: int
+    model: str
+    rating: float
+    votes: int
+    wins: int
+
+    @property
+    def win_rate(self) -> float | None:
+        return self.wins / self.votes if self.votes else None
+
+
+def elo_table(criterion: str) -> list[EloRow]:
+    """The public table: models with counted votes for ``criterion``, by online Elo, best
+    first. Models nobody has voted on are not listed: a model just registered (and perhaps
+    not announced) is nobody else's business. Raises RankingError."""
+    check_criterion(criterion)
+    rows = db.session.execute(
+        select(GenModel.name, EloRating.rating, EloRating.votes, EloRating.wins)
+        .join(GenModel, GenModel.id == EloRating.model_id)
+        .where(EloRating.criterion == criterion, EloRating.votes > 0)
+        .order_by(EloRating.rating.desc(), GenModel.name)
+    ).all()
+    return [EloRow(rank=i, model=name, rating=rating, votes=votes, wins=wins)
+            for i, (name, rating, votes, wins) in enumerate(rows, start=1)]
+
+
+def rank_votes_file(path, *, ties: str = "half", rounds: int = 1000,
+                    rng: np.random.Generator | None = None, intervals: str = "bootstrap",
+                    cluster: str | None = None, method: str = "bt") -> Ranking:
+    """Rank a file of votes collected elsewhere (see :mod:`arena.analysis.vote_files`):
+    Bradley-Terry with a tie as half a win each way (and kept a tie when resampling), or
+    Davidson's tie model (``ties="davidson"``), or Elo in the file's order with bootstrap
+    intervals (``method="elo"``). Intervals resample the file's voters when it has a voter
+    column (``cluster``: voter, prompt or none; default voter when present).
+    Raises TableError or RankingError."""
+    from arena.analysis.vote_files import read_votes
+
+    if method not in METHODS:
+        raise RankingError(f"method must be one of {', '.join(METHODS)}", field="method")
+    votes = read_votes(path)
+    cluster = votes.default_cluster() if cluster is None else cluster
+    if method == "elo":
+        from arena.voting.votes import elo_params
+
+        units = votes.units(cluster)
+        return rank_elo(votes.names, votes.winners, votes.losers, ties=votes.ties,
+                        units=units, rounds=rounds, rng=rng, params=elo_params(),
+                        cluster=cluster)
+    if ties == "davidson":
+        return rank_davidson(votes.names, votes.counts(cluster), rounds=rounds, rng=rng,
+                             cluster=cluster)
+    return rank_counts(votes.names, votes.counts(cluster), rounds=rounds, rng=rng,
+                       intervals=intervals, cluster=cluster)

@@ -1,0 +1,131 @@
+"""Population margins for post-stratification and raking.
+
+A crowd over-represents some groups; reweighting shows what a target population would have
+voted, as far as the sample reaches. A margin is a voter attribute (continent, age group,
+gender) with target shares for its categories: the defaults below, or shares an analyst
+supplies (``gender:female=0.5,male=0.5``). Categories without a target keep their share of
+the sample; so does a category with fewer voters than ``POSTSTRAT_MIN_VOTERS`` or fewer
+votes than ``POSTSTRAT_MIN_VOTES``, which is flagged instead of being blown up from a
+handful of people (:func:`arena.ranking.strata.too_small`). Voters who did not give an
+attribute that is a margin are left out, and the flags say how many votes that was.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from arena.errors import Invalid
+from arena.ranking import Calibration
+from arena.ranking.strata import too_small
+from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS
+
+# World population by continent, 2024, from the UN World Population Prospects 2024
+# (rounded; North America includes Central America and the Caribbean).
+WORLD_POPULATION_SHARE = {"AS": 0.592, "AF": 0.183, "EU": 0.092, "NA": 0.076, "SA": 0.055,
+                          "OC": 0.006}
+# Adults (18+) by age group, UN World Population Prospects 2024, rounded to half a point.
+WORLD_ADULT_AGE_SHARE = {"18-29": 0.26, "30-39": 0.21, "40-49": 0.175, "50-64": 0.21,
+                         "65+": 0.145}
+# Adults by sex, same source; "other" has no population figure and keeps its sample share.
+WORLD_ADULT_GENDER_SHARE = {"female": 0.497, "male": 0.503}
+
+DEFAULTS = {"continent": WORLD_POPULATION_SHARE, "age_group": WORLD_ADULT_AGE_SHARE,
+            "gender": WORLD_ADULT_GENDER_SHARE}
+CATEGORIES = {"continent": tuple(CONTINENTS), "age_group": AGE_GROUPS, "gender": GENDERS}
+DESCRIPTIONS = {"continent": "world population by continent",
+                "age_group": "world adults by age group", "gender": "world adults by sex"}
+
+
+class MarginError(Invalid):
+    """A margin that cannot be used: unknown attribute or category, or bad shares."""
+
+
+@dataclass(frozen=True)
+class Margin:
+    """A voter attribute and the target share of each of its categories."""
+
+    attribute: str
+    targets: dict[str, float]
+    custom: bool = False
+
+    def describe(self) -> str:
+        if not self.custom:
+            return DESCRIPTIONS[self.attribute]
+        shares = ", ".join(f"{k} {v:.0%}" for k, v in self.targets.items())
+        return f"{self.attribute.replace('_', ' ')}: {shares}"
+
+
+def parse_margin(text: str) -> Margin:
+    """``continent``, ``age_group``, ``gender`` (default targets) or
+    ``ATTRIBUTE:CATEGORY=SHARE,...`` (shares need not sum to 1; they are normalised).
+    Raises MarginError."""
+    attribute, _, spec = (text or "").strip().partition(":")
+    attribute = attribute.strip().replace("-", "_")
+    if attribute not in DEFAULTS:
+        raise MarginError(f"margin must be one of {', '.join(DEFAULTS)}, optionally with "
+                          "shares (gender:female=0.5,male=0.5)", field="margin")
+    if not spec.strip():
+        return Margin(attribute, dict(DEFAULTS[attribute]))
+    targets = {}
+    for part in spec.split(","):
+        category, _, share = part.partition("=")
+        category = category.strip().upper() if attribute == "continent" else category.strip()
+        if category not in CATEGORIES[attribute]:
+            raise MarginError(f"{attribute}: unknown category {category!r} (one of "
+                              f"{', '.join(CATEGORIES[attribute])})", field="margin")
+        try:
+            value = float(share)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 0:
+            raise MarginError(f"{attribute}: the share of {category} must be a number >= 0",
+                              field="margin")
+        targets[category] = value
+    if sum(targets.values()) <= 0:
+        raise MarginError(f"{attribute}: shares must not all be 0", field="margin")
+    total = sum(targets.values())
+    return Margin(attribute, {k: v / total for k, v in targets.items()}, custom=True)
+
+
+def margins_from(values) -> tuple[Margin, ...]:
+    """Margins from strings or Margin objects, each attribute at most once."""
+    margins = tuple(v if isinstance(v, Margin) else parse_margin(v) for v in values or ())
+    seen = [m.attribute for m in margins]
+    if len(set(seen)) != len(seen):
+        raise MarginError("each attribute can be a margin once", field="margin")
+    return margins
+
+
+def calibration(margins: tuple[Margin, ...], cells: np.ndarray, votes: np.ndarray,
+                voters: np.ndarray, min_votes: int, min_voters: int
+                ) -> tuple[Calibration, list[str]]:
+    """The raking of ``cells`` (cell x margin category indices into CATEGORIES) holding
+    ``votes[c]`` votes of ``voters[c]`` voters each, and flags for categories held at their
+    sample share."""
+    targets, flags = [], []
+    for m, margin in enumerate(margins):
+        names = CATEGORIES[margin.attribute]
+        per_votes = np.bincount(cells[:, m], weights=votes, minlength=len(names))
+        per_voters = np.bincount(cells[:, m], weights=voters, minlength=len(names))
+        target = np.array([margin.targets.get(name, math.nan) for name in names])
+        small = too_small(per_votes, per_voters, min_votes, min_voters) & ~np.isnan(target)
+        for k in np.flatnonzero(small):
+            target[k] = math.nan
+            flags.append(f"{_label(margin.attribute, names[k])}: {per_voters[k]:.0f} voters, "
+                         f"{per_votes[k]:.0f} votes (fewer than {min_voters} voters or "
+                         f"{min_votes} votes), kept at its sample share, not reweighted")
+        missing = [names[k] for k in range(len(names))
+                   if margin.targets.get(names[k], 0) > 0 and per_votes[k] == 0]
+        if missing:
+            flags.append(f"{margin.attribute.replace('_', ' ')}: no votes from "
+                         f"{', '.join(_label(margin.attribute, n) for n in missing)}; "
+                         "their share is spread over the others")
+        targets.append(target)
+    return Calibration(cells, tuple(targets)), flags
+
+
+def _label(attribute: str, name: str) -> str:
+    return CONTINENTS[name] if attribute == "continent" else name

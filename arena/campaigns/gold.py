@@ -1,0 +1,187 @@
+"""Gold pairs that never run out and look like any other pair.
+
+Besides the operators' hand-made pairs, a published campaign gets gold pairs built from its
+own images, with an answer nobody careful gets wrong:
+
+* **swapped** (alignment): the caption of prompt P over an image made for P and one made for
+  another prompt Q of the campaign; the image made for P is right. Two ordinary generations,
+  so the pair looks like every other alignment pair.
+* **damaged** (preference, coherence): an image against a visibly damaged copy of itself
+  (:func:`arena.catalog.damage.damage`); the intact one is right.
+
+Gold pairs want as many votes as ordinary pairs and are picked by the same least-served rule
+(:mod:`arena.voting.matchmaking`), so none is shown more often than an ordinary pair. When a
+voter would otherwise get a gold pair served more than the ordinary ones, or none at all,
+one more is made (:func:`replenish`), so validation keeps coming at the configured rate for
+a voter's whole life, up to ``GOLD_MAX_DAMAGED`` damaged copies per campaign and criterion.
+
+Nothing about a gold pair may show in timing: it is made after the response that asked for
+it has gone (:mod:`arena.infra.deferred`), its images are rendered when stored (a first view
+is as quick as any other), and a damaged copy is made from the full-resolution source, so
+its two presented sizes relate as any other image's do.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from flask import current_app
+from sqlalchemy import func, select
+
+from arena.catalog import images
+from arena.catalog.damage import damage
+from arena.extensions import db
+from arena.infra.database import retry_on_lock, write_transaction
+from arena.infra.deferred import after_response
+from arena.models import Campaign, Comparison, Image, Prompt, campaign_models
+from arena.voting import matchmaking
+
+AUTO_KINDS = {"alignment": "swapped", "preference": "damaged", "coherence": "damaged"}
+
+
+def wanted(campaign: Campaign, criterion: str) -> int:
+    """Gold pairs that keep every one at or under the campaign's target: a session carries
+    one with probability VALIDATION_RATE among TASKS_PER_SESSION tasks, so gold votes come to
+    rate / (tasks - rate) of the ordinary ones."""
+    cfg = current_app.config
+    rate, tasks = float(cfg["VALIDATION_RATE"]), int(cfg["TASKS_PER_SESSION"])
+    if tasks <= 1 or rate <= 0:
+        return 0
+    regular = db.session.scalar(select(func.count()).select_from(Comparison).where(
+        Comparison.campaign_id == campaign.id, Comparison.criterion == criterion,
+        Comparison.is_validation.is_(False)))
+    return math.ceil(regular * rate / (tasks - rate))
+
+
+def initial_supply(campaign: Campaign, rng: np.random.Generator) -> int:
+    """At publishing: every swapped pair alignment will want (cheap: no new image), and a
+    first handful of damaged ones (the rest are made as voters need them). Not committed."""
+    made = 0
+    for criterion in campaign.criteria_list:
+        have = db.session.scalar(select(func.count()).select_from(Comparison).where(
+            Comparison.campaign_id == campaign.id, Comparison.criterion == criterion,
+            Comparison.gold_kind == AUTO_KINDS[criterion]))
+        goal = wanted(campaign, criterion)
+        if AUTO_KINDS[criterion] == "damaged":
+            goal = min(goal, int(current_app.config["GOLD_INITIAL_DAMAGED"]))
+        for _ in range(max(0, goal - have)):
+            made += make_pair(campaign, criterion, rng) is not None
+    return made
+
+
+def on_gold_wanted(_sender=None, **details) -> None:
+    """Matchmaking's ``gold_wanted`` signal (wired in create_app): check after the response."""
+    after_response(replenish, **details)
+
+
+def replenish(*, voter_id: int, criterion: str, pool: int = 0,
+              rng: np.random.Generator | None = None) -> Comparison | None:
+    """One more gold pair for ``criterion`` if this voter is due one
+    (:func:`arena.voting.matchmaking.gold_due`) and the campaign is under its cap; committed
+    in a short write transaction. Returns the new pair, if any."""
+    campaign_id = matchmaking.gold_due(voter_id, criterion, pool)
+    db.session.rollback()
+    if campaign_id is None:
+        return None
+    rng = rng if rng is not None else np.random.default_rng()
+    made = []
+
+    def write():
+        made.clear()
+        with write_transaction():
+            campaign = db.session.get(Campaign, campaign_id)
+            if campaign is not None and campaign.published_at is not None \
+                    and criterion in campaign.criteria_list and not _at_cap(campaign, criterion):
+                made.append(make_pair(campaign, criterion, rng))
+
+    retry_on_lock(write)
+    return made[0] if made else None
+
+
+def _at_cap(campaign: Campaign, criterion: str) -> bool:
+    if AUTO_KINDS[criterion] != "damaged":
+        return False
+    have = db.session.scalar(select(func.count()).select_from(Comparison).where(
+        Comparison.campaign_id == campaign.id, Comparison.criterion == criterion,
+        Comparison.gold_kind == "damaged"))
+    return have >= int(current_app.config["GOLD_MAX_DAMAGED"])
+
+
+def make_pair(campaign: Campaign, criterion: str, rng: np.random.Generator,
+              attempts: int = 8) -> Comparison | None:
+    """A new automatic gold pair (not committed), or None when the campaign's images allow
+    no new one."""
+    pool = _campaign_images(campaign)
+    if len(pool) < 2:
+        return None
+    for _ in range(attempts):
+        if AUTO_KINDS[criterion] == "swapped":
+            pair = _swapped(campaign, pool, rng)
+        else:
+            pair = _damaged(campaign, criterion, pool, rng)
+        if pair is not None:
+            return pair
+    return None
+
+
+def _campaign_images(campaign: Campaign) -> list[tuple[int, int]]:
+    """(image id, prompt id) of every image of the campaign's models on its prompts."""
+    return [tuple(row) for row in db.session.execute(
+        select(Image.id, Image.prompt_id)
+        .join(campaign_models, campaign_models.c.model_id == Image.model_id)
+        .join(Prompt, Prompt.id == Image.prompt_id)
+        .where(campaign_models.c.campaign_id == campaign.id,
+               Prompt.prompt_set_id == campaign.prompt_set_id,
+               Image.quarantined.is_(False))).all()]
+
+
+def _exists(criterion: str, a: int, b: int, pool: int) -> bool:
+    low, high = min(a, b), max(a, b)
+    return db.session.scalar(select(Comparison.id).where(
+        Comparison.pool == pool, Comparison.criterion == criterion,
+        Comparison.image_a_id == low, Comparison.image_b_id == high)) is not None
+
+
+def _add(campaign: Campaign, criterion: str, right: int, wrong: int, prompt_id: int,
+         kind: str) -> Comparison:
+    pair = Comparison(criterion=criterion, campaign_id=campaign.id, prompt_id=prompt_id,
+                      image_a_id=min(right, wrong), image_b_id=max(right, wrong),
+                      is_validation=True, correct_image_id=right,
+                      target_votes=campaign.target_votes, gold_kind=kind,
+                      pool=campaign.pool)
+    db.session.add(pair)
+    db.session.flush()
+    return pair
+
+
+def _swapped(campaign, pool, rng) -> Comparison | None:
+    right, prompt = pool[int(rng.integers(len(pool)))]
+    others = [image for image, p in pool if p != prompt]
+    if not others:
+        return None
+    wrong = others[int(rng.integers(len(others)))]
+    if _exists("alignment", right, wrong, campaign.pool):
+        return None
+    return _add(campaign, "alignment", right, wrong, prompt, "swapped")
+
+
+def _damaged(campaign, criterion, pool, rng) -> Comparison | None:
+    """An image of the campaign against a damaged copy: images without a pair of this
+    criterion first, reusing a copy made for another criterion; once every image has one,
+    a new copy of a random image (damaged differently), so the supply has no end."""
+    paired = set(db.session.scalars(select(Comparison.correct_image_id).where(
+        Comparison.campaign_id == campaign.id, Comparison.criterion == criterion,
+        Comparison.gold_kind == "damaged")))
+    fresh = [(i, p) for i, p in pool if i not in paired]
+    source_id, prompt = (fresh or pool)[int(rng.integers(len(fresh or pool)))]
+    copies = db.session.scalars(select(Image).where(Image.source_id == source_id)).all()
+    copy = next((c for c in copies if not _exists(criterion, source_id, c.id, campaign.pool)),
+                None)
+    if copy is None:  # damaged at full resolution, like any upload in its sizes and bytes
+        source = db.session.get(Image, source_id)
+        copy = images.store(damage(images.decode_stored(source), rng), model_id=None,
+                            prompt_id=prompt)
+        copy.source_id = source_id
+        db.session.flush()
+    return _add(campaign, criterion, source_id, copy.id, prompt, "damaged")

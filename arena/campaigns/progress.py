@@ -1,0 +1,131 @@
+"""A campaign's progress: votes against targets, the vote rate and what it implies, who the
+voters are and how many pass the gold pairs. Each part is one grouped query."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import aliased
+
+from arena.extensions import db
+from arena.infra.database import at_most
+from arena.models import Campaign, Comparison, GenModel, Image, Vote, Voter, utcnow
+
+
+@dataclass
+class Progress:
+    campaign: Campaign
+    criteria: list[dict] = field(default_factory=list)
+    pairs: list[dict] = field(default_factory=list)
+    votes_total: int = 0
+    needed_total: int = 0
+    votes_per_hour: float | None = None
+    eta_hours: float | None = None
+    voters: int = 0
+    demographics: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    validation: dict = field(default_factory=dict)
+
+
+def progress(campaign: Campaign, now: datetime | None = None) -> Progress:
+    """Votes collected against votes needed per criterion and model pair, the recent vote
+    rate and the time it implies to completion, the voters' demographics and how many pass
+    the campaign's validation pairs."""
+    now = now or utcnow()
+    result = Progress(campaign)
+    result.criteria = _per_criterion(campaign)
+    result.votes_total = sum(c["collected"] for c in result.criteria)
+    result.needed_total = sum(c["needed"] for c in result.criteria)
+    result.pairs = _per_pair(campaign)
+    result.votes_per_hour = _rate(campaign, now)
+    if result.votes_per_hour:
+        remaining = max(result.needed_total - result.votes_total, 0)
+        result.eta_hours = remaining / result.votes_per_hour
+    result.voters, result.demographics = _voters(campaign)
+    result.validation = _validation(campaign)
+    return result
+
+
+def _regular(campaign: Campaign):
+    return [Comparison.campaign_id == campaign.id, Comparison.is_validation.is_(False)]
+
+
+def _votes_in(campaign: Campaign):
+    return Vote.comparison_id.in_(select(Comparison.id)
+                                  .where(Comparison.campaign_id == campaign.id))
+
+
+def _per_criterion(campaign: Campaign) -> list[dict]:
+    rows = {r[0]: r[1:] for r in db.session.execute(
+        select(Comparison.criterion, func.count(),
+               func.coalesce(func.sum(at_most(Comparison.votes_count,
+                                              Comparison.target_votes)), 0),
+               func.coalesce(func.sum(Comparison.target_votes), 0))
+        .where(*_regular(campaign)).group_by(Comparison.criterion))}
+    return [{"criterion": c, "comparisons": rows.get(c, (0, 0, 0))[0],
+             "collected": int(rows.get(c, (0, 0, 0))[1]),
+             "needed": int(rows.get(c, (0, 0, 0))[2])} for c in campaign.criteria_list]
+
+
+def _per_pair(campaign: Campaign) -> list[dict]:
+    image_a, image_b = aliased(Image), aliased(Image)
+    model_a, model_b = aliased(GenModel), aliased(GenModel)
+    rows = db.session.execute(
+        select(Comparison.criterion, model_a.name, model_b.name,
+               func.sum(Comparison.votes_count), func.sum(Comparison.target_votes))
+        .join(image_a, image_a.id == Comparison.image_a_id)
+        .join(image_b, image_b.id == Comparison.image_b_id)
+        .join(model_a, model_a.id == image_a.model_id)
+        .join(model_b, model_b.id == image_b.model_id)
+        .where(*_regular(campaign))
+        .group_by(Comparison.criterion, model_a.name, model_b.name)
+    ).all()
+    got: Counter = Counter()
+    wanted: Counter = Counter()
+    for criterion, a, b, votes, need in rows:
+        key = (criterion, *sorted((a, b)))
+        got[key] += int(votes or 0)
+        wanted[key] += int(need or 0)
+    return [{"criterion": k[0], "models": f"{k[1]} vs {k[2]}", "votes": got[k],
+             "needed": wanted[k]} for k in sorted(got)]
+
+
+def _rate(campaign: Campaign, now: datetime) -> float | None:
+    """Votes per hour over the last day (over less, when the first came later)."""
+    since = now - timedelta(hours=24)
+    recent, first = db.session.execute(
+        select(func.count(), func.min(Vote.created_at))
+        .where(_votes_in(campaign), Vote.created_at >= since)).one()
+    if not recent or first is None:
+        return None
+    return recent / max((now - first).total_seconds() / 3600, 1 / 60)
+
+
+def _voters(campaign: Campaign) -> tuple[int, dict[str, list[tuple[str, int]]]]:
+    """How many voters took part, and their answers about themselves."""
+    voter_ids = select(Vote.voter_id).where(_votes_in(campaign)).distinct()
+    total = db.session.scalar(select(func.count()).select_from(voter_ids.subquery()))
+    demographics = {}
+    for column, label in ((Voter.continent, "continent"), (Voter.age_group, "age group"),
+                          (Voter.gender, "gender")):
+        rows = db.session.execute(
+            select(column, func.count()).where(Voter.id.in_(voter_ids))
+            .group_by(column).order_by(func.count().desc())).all()
+        demographics[label] = [(value or "not given", n) for value, n in rows]
+    return total, demographics
+
+
+def _validation(campaign: Campaign) -> dict:
+    """Gold pairs, and how many of the voters who met one never failed one."""
+    failed_any = func.max(func.cast(Vote.correct.is_(False), db.Integer))
+    per_voter = (select(Vote.voter_id, failed_any.label("failed"))
+                 .where(_votes_in(campaign), Vote.is_validation.is_(True))
+                 .group_by(Vote.voter_id).subquery())
+    answered, failed = db.session.execute(
+        select(func.count(), func.coalesce(func.sum(per_voter.c.failed), 0))).one()
+    pairs = db.session.scalar(select(func.count()).select_from(Comparison).where(
+        Comparison.campaign_id == campaign.id, Comparison.is_validation))
+    return {"pairs": pairs, "voters": answered, "passed": answered - int(failed),
+            "failed": int(failed)}

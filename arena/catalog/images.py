@@ -1,0 +1,201 @@
+"""Images: safe decoding with Pillow, re-encoding, storage, and the presented variants.
+
+Every stored image is re-encoded as WebP (EXIF and other metadata dropped, orientation
+applied) and stored under the SHA-256 of those bytes -- a storage name only, never shown to
+anyone: voters and evaluators get :func:`present`-ed squares at ``PRESENT_SIZES`` under
+per-task names (see :mod:`arena.catalog.presentation`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import warnings
+
+from flask import current_app
+from PIL import Image as PILImage
+from PIL import ImageOps
+from sqlalchemy import func, select
+
+from arena.errors import NotFound, Rejected
+from arena.extensions import db
+from arena.infra.storage import get_storage
+from arena.models import Image
+
+ALLOWED_FORMATS = {"JPEG", "PNG", "WEBP"}
+EXTENSIONS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP"}
+
+
+class ImageRejected(Rejected):
+    """The bytes are not an acceptable image; the message says why, for the uploader."""
+
+
+def decode(data: bytes, *, max_pixels: int | None = None, filename: str | None = None
+           ) -> PILImage.Image:
+    """Decode untrusted bytes into an RGB image.
+
+    Raises
+    ------
+    ImageRejected
+        For more bytes than allowed, a format outside JPEG/PNG/WebP or other than the file
+        name's extension says, more pixels or a longer side than allowed (decompression
+        bombs, absurd dimensions), animation, or a truncated or corrupt file.
+    """
+    cfg = current_app.config
+    if len(data) > cfg["IMAGE_MAX_BYTES"]:
+        raise ImageRejected(f"{len(data):,} bytes exceeds the {cfg['IMAGE_MAX_BYTES']:,} "
+                            "byte limit")
+    if not data:
+        raise ImageRejected("empty file")
+    suffix = _suffix(filename)
+    if suffix and suffix not in EXTENSIONS:
+        raise ImageRejected(f"file type {suffix} not accepted (.jpg, .png or .webp)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PILImage.DecompressionBombWarning)
+            img = PILImage.open(io.BytesIO(data))
+            _check_header(img, EXTENSIONS.get(suffix), max_pixels or cfg["IMAGE_MAX_PIXELS"])
+            img.load()
+    except ImageRejected:
+        raise
+    except (PILImage.DecompressionBombError, PILImage.DecompressionBombWarning) as exc:
+        raise ImageRejected(f"too many pixels: {exc}") from exc
+    except PILImage.UnidentifiedImageError as exc:
+        raise ImageRejected("not a readable image: no JPEG, PNG or WebP data inside") from exc
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise ImageRejected(f"not a readable image: {exc}") from exc
+    return ImageOps.exif_transpose(img).convert("RGB")
+
+
+def _check_header(img: PILImage.Image, claimed: str | None, max_pixels: int) -> None:
+    """What the header says, checked before a single pixel is decoded."""
+    if img.format not in ALLOWED_FORMATS:
+        raise ImageRejected(f"format {img.format} not accepted (JPEG, PNG or WebP)")
+    if claimed is not None and claimed != img.format:
+        raise ImageRejected(f"the name says {claimed} but the content is {img.format}")
+    max_side = current_app.config["IMAGE_MAX_SIDE"]
+    if max(img.width, img.height) > max_side:
+        raise ImageRejected(f"{img.width}x{img.height}: a side exceeds {max_side} pixels")
+    if img.width * img.height > max_pixels:
+        raise ImageRejected(f"{img.width}x{img.height} exceeds the {max_pixels:,} pixel limit")
+    if getattr(img, "n_frames", 1) > 1:
+        raise ImageRejected("animated images are not accepted")
+
+
+def _suffix(filename: str | None) -> str:
+    if not filename or "." not in filename:
+        return ""
+    return "." + filename.rsplit(".", 1)[1].lower()
+
+
+def _encode(img: PILImage.Image, quality: int) -> bytes:
+    """WebP without metadata: Pillow writes EXIF or ICC only when asked, and we never ask."""
+    buf = io.BytesIO()
+    img.save(buf, format="WEBP", quality=quality, method=4)
+    return buf.getvalue()
+
+
+def present(img: PILImage.Image, size: int) -> bytes:
+    """The one way every image is shown to voters and evaluators: centre-cropped to a square
+    (letterbox bars would show the aspect ratio to the eye), resized to ``size`` pixels a
+    side, encoded as WebP at ``PRESENT_QUALITY``. Native sizes and aspect ratios never
+    reach a voter's browser."""
+    side = min(img.width, img.height)
+    left, top = (img.width - side) // 2, (img.height - side) // 2
+    square = img.convert("RGB").crop((left, top, left + side, top + side))
+    if side != size:
+        square = square.resize((size, size), PILImage.Resampling.LANCZOS)
+    return _encode(square, quality=int(current_app.config["PRESENT_QUALITY"]))
+
+
+def presented_name(sha256: str, size: int) -> str:
+    return f"{sha256}.p{size}.webp"
+
+
+def full_name(sha256: str) -> str:
+    return f"{sha256}.full.webp"
+
+
+def store(
+    img: PILImage.Image, *, model_id: int | None, prompt_id: int | None, is_real: bool = False
+) -> Image:
+    """Re-encode ``img``, write it and its presented variants, and add its row (not
+    committed). An image whose bytes are already stored returns the existing row."""
+    return store_new(img, model_id=model_id, prompt_id=prompt_id, is_real=is_real)[0]
+
+
+def store_new(
+    img: PILImage.Image, *, model_id: int | None, prompt_id: int | None, is_real: bool = False
+) -> tuple[Image, bool]:
+    """As :func:`store`, also saying whether the row is new (False: identical bytes exist).
+    The presented variants are made now, not when first shown: a first view that took longer
+    than the others would tell a script the image is new (a fresh gold copy, say)."""
+    img = img.convert("RGB")
+    full = _encode(img, quality=90)
+    sha = hashlib.sha256(full).hexdigest()
+    existing = db.session.scalar(select(Image).where(Image.sha256 == sha).order_by(Image.id)
+                                 .limit(1))
+    if existing is not None:
+        return existing, False
+    storage = get_storage()
+    storage.put(full_name(sha), full)
+    for size in current_app.config["PRESENT_SIZES"]:
+        storage.put(presented_name(sha, size), present(img, size))
+    row = Image(sha256=sha, model_id=model_id, prompt_id=prompt_id, is_real=is_real,
+                width=img.width, height=img.height)
+    db.session.add(row)
+    return row, True
+
+
+def quarantined_copy(original: Image, *, model_id: int, prompt_id: int) -> Image:
+    """A model's upload of bytes the arena holds already (another owner's image, a gold or
+    a real one): a row of its own, sharing the files, that never enters a comparison or a
+    HYPE pool (not committed). Telling the uploader would be an oracle for what is stored."""
+    row = Image(sha256=original.sha256, model_id=model_id, prompt_id=prompt_id,
+                is_real=False, width=original.width, height=original.height,
+                quarantined=True)
+    db.session.add(row)
+    return row
+
+
+def decode_stored(image: Image) -> PILImage.Image:
+    """The stored full-resolution re-encode of ``image``, decoded."""
+    with get_storage().open(full_name(image.sha256)) as fh:
+        return PILImage.open(fh).convert("RGB")
+
+
+def presented_bytes(image: Image, size: int) -> bytes:
+    """The presented variant of ``image`` at ``size`` (one of ``PRESENT_SIZES``), made and
+    stored the first time it is asked for. Raises NotFound for another size."""
+    if size not in current_app.config["PRESENT_SIZES"]:
+        raise NotFound("no such image")
+    storage = get_storage()
+    name = presented_name(image.sha256, size)
+    if not storage.exists(name):
+        storage.put(name, present(decode_stored(image), size))
+    with storage.open(name) as fh:
+        return fh.read()
+
+
+def stored_count() -> int:
+    """How many distinct stored images there are (files, not rows)."""
+    return db.session.scalar(select(func.count(func.distinct(Image.sha256))))
+
+
+def prepare_presented(progress=None) -> int:
+    """Make every missing presented variant of every image now (after a large import, so
+    first views are as quick as later ones). Returns how many were made."""
+    storage = get_storage()
+    sizes = current_app.config["PRESENT_SIZES"]
+    made = 0
+    for sha in db.session.scalars(select(Image.sha256).distinct()):
+        missing = [s for s in sizes if not storage.exists(presented_name(sha, s))]
+        if missing:
+            with storage.open(full_name(sha)) as fh:
+                img = PILImage.open(fh).convert("RGB")
+            for size in missing:
+                storage.put(presented_name(sha, size), present(img, size))
+                made += 1
+        if progress is not None:
+            progress(1)
+    return made

@@ -1,0 +1,251 @@
+"""Ingestion: the one path by which generations enter the arena (web page, API and CLI).
+
+Each file is decoded and checked by :func:`arena.catalog.images.decode`, re-encoded and
+stored under its content hash, attached to a prompt, and the comparisons it makes possible
+in the published campaigns its model takes part in are added. A batch keeps the good files
+and reports the bad ones, each with its reason and the kind of error it is.
+
+Which prompt a file belongs to: the ``prompt_id`` given with it, else its line in a
+``manifest.csv`` (``prompt_id,path``), else its name ``<prompt_id>_<n>.png``. The manifest is
+parsed here only (the upload page sends it along with each file), so every channel matches
+files to lines alike: by the path as written, or by file name when that is unambiguous.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+
+from blinker import Namespace
+from flask import current_app
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from arena.catalog import images
+from arena.errors import ArenaError, Conflict, Invalid, NotFound, Rejected
+from arena.extensions import db
+from arena.infra.tabular import TableError, parse_table
+from arena.models import GenModel, Image, Prompt
+
+FILENAME = re.compile(r"^(\d+)_(\d+)\.[A-Za-z]+$")  # <prompt_id>_<n>.png
+UNNAMED = "name it <prompt_id>_<n>.png or list it in manifest.csv"
+# Sent (model_id=, prompt_id=) when a model's new image is flushed, inside its transaction:
+# the campaigns feature adds the pairs it makes possible (wired in create_app).
+image_added = Namespace().signal("image-added")
+ManifestError = TableError  # an unusable manifest or archive; the message names the line
+
+
+@dataclass
+class IngestResult:
+    filename: str
+    ok: bool
+    reason: str | None = None
+    image_id: int | None = None
+    prompt_id: int | None = None
+    duplicate: bool = False
+    held: bool = False  # identical to an image the arena holds: out of every pair until reviewed
+    error: ArenaError | None = field(default=None, repr=False, compare=False)
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k != "error"}
+
+    @classmethod
+    def refused(cls, filename: str, error: ArenaError, prompt_id: int | None = None):
+        return cls(filename, False, error.message, prompt_id=prompt_id, error=error)
+
+
+class Manifest:
+    """``prompt_id,path`` lines, looked up by path as written or by unambiguous file name."""
+
+    def __init__(self, rows: list[tuple[int, str, str]]):
+        self.rows = rows
+        self.by_path = {PurePosixPath(rel).as_posix(): pid for _, pid, rel in rows}
+        names: dict[str, list[str]] = {}
+        for _, pid, rel in rows:
+            names.setdefault(PurePosixPath(rel).name, []).append(pid)
+        self.by_name = {name: pids[0] for name, pids in names.items() if len(pids) == 1}
+
+    @classmethod
+    def parse(cls, text: str, source: str = "manifest.csv") -> Manifest:
+        """Raises TableError naming the line."""
+        rows = []
+        for row in parse_table(text, "csv", source, required=("prompt_id", "path")):
+            rows.append((row.line, row.get("prompt_id"), row.required("path")))
+        return cls(rows)
+
+    def prompt_for(self, filename: str) -> str | None:
+        path = PurePosixPath(filename.replace("\\", "/"))
+        return self.by_path.get(path.as_posix()) or self.by_name.get(path.name)
+
+
+def prompt_id_from_filename(filename: str) -> int | None:
+    match = FILENAME.match(PurePosixPath(filename.replace("\\", "/")).name)
+    return int(match.group(1)) if match else None
+
+
+def ingest_image(model: GenModel, prompt_id, data: bytes | str, filename: str
+                 ) -> IngestResult:
+    """Validate, store and attach one image to ``prompt_id`` for ``model``; commits.
+
+    ``data`` is the file's bytes, or a string saying why the file could not be read.
+    Never raises for bad input: the result says what was wrong (``error`` is its kind).
+    """
+    if isinstance(data, str):
+        return IngestResult.refused(filename, Rejected(data))
+    try:
+        prompt = _prompt(prompt_id)
+        decoded = images.decode(data, filename=filename)
+        _check_room(model, prompt.id)
+    except ArenaError as exc:
+        return IngestResult.refused(filename, exc, _as_int(prompt_id))
+    return _store(model, prompt.id, decoded, filename)
+
+
+def _as_int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _prompt(prompt_id) -> Prompt:
+    number = _as_int(prompt_id)
+    if number is None or isinstance(prompt_id, bool):
+        raise Invalid("prompt_id must be a prompt's number", field="prompt_id")
+    prompt = db.session.get(Prompt, number) if -2**31 <= number < 2**31 else None
+    if prompt is None:
+        raise NotFound(f"no prompt {number}", field="prompt_id")
+    return prompt
+
+
+def _check_room(model: GenModel, prompt_id: int) -> None:
+    limit = current_app.config["IMAGES_PER_PROMPT"]
+    have = db.session.scalar(select(func.count()).select_from(Image).where(
+        Image.model_id == model.id, Image.prompt_id == prompt_id))
+    if have >= limit:  # checked before anything is written
+        raise Conflict(f"{model.name} already has {limit} images for prompt {prompt_id}")
+
+
+def _store(model: GenModel, prompt_id: int, decoded, filename: str) -> IngestResult:
+    row, created = images.store_new(decoded, model_id=model.id, prompt_id=prompt_id)
+    if not created:
+        own = db.session.scalar(select(Image).where(
+            Image.sha256 == row.sha256, Image.model_id == model.id,
+            Image.prompt_id == prompt_id))
+        if own is not None:  # the owner's own upload again: telling them reveals nothing
+            return IngestResult(filename, True, "identical image already uploaded",
+                                image_id=own.id, prompt_id=prompt_id, duplicate=True)
+        # Bytes held elsewhere (another owner's image, a gold or a real one). Kept out of
+        # every comparison and HYPE pool, and said so: keeping quiet did not hide it (the
+        # owner's page showed no new pairs) and let a rival who uploaded a model's images
+        # first have the rightful owner's uploads dropped without a word. Operators see
+        # every collision (`arena images collisions`, the admin page) and decide.
+        row = images.quarantined_copy(row, model_id=model.id, prompt_id=prompt_id)
+    try:
+        db.session.flush()
+        if not row.quarantined:
+            image_added.send(model, model_id=model.id, prompt_id=prompt_id)
+        db.session.commit()
+    except IntegrityError:
+        # the same bytes arrived in a concurrent request and won the unique hash
+        db.session.rollback()
+        return IngestResult.refused(filename, Conflict(
+            "identical image uploaded at the same moment; retry to see which one was kept"),
+            prompt_id)
+    if row.quarantined:
+        return IngestResult(filename, True, HELD_REASON, image_id=row.id,
+                            prompt_id=prompt_id, held=True)
+    return IngestResult(filename, True, image_id=row.id, prompt_id=prompt_id)
+
+
+HELD_REASON = ("held for review: identical to an image the arena already holds (another "
+               "model's, or a reference image); it enters no comparison until an operator "
+               "looks at it")
+
+
+def ingest_batch(model: GenModel, items: Iterable[tuple[str, object, bytes | str]],
+                 progress: Callable[[IngestResult], None] | None = None) -> list[IngestResult]:
+    """Ingest (filename, prompt_id, bytes) items one by one; a bad file never stops the rest."""
+    results = []
+    for filename, prompt_id, data in items:
+        result = ingest_image(model, prompt_id, data, filename)
+        results.append(result)
+        if progress is not None:
+            progress(result)
+    return results
+
+
+def ingest_uploads(model: GenModel, files: list[tuple[str, bytes]],
+                   prompt_id: str | None = None) -> list[IngestResult]:
+    """The upload form: files as (name, bytes), a ``manifest.csv`` among them or not, an
+    optional prompt id for all. Raises TableError for an unusable manifest (nothing is
+    stored then)."""
+    manifest = next((Manifest.parse(_utf8(data), "manifest.csv") for name, data in files
+                     if PurePosixPath(name).name == "manifest.csv"), Manifest([]))
+    items = []
+    for name, data in files:
+        if PurePosixPath(name).name == "manifest.csv":
+            continue
+        chosen = prompt_id or manifest.prompt_for(name) or prompt_id_from_filename(name)
+        items.append((PurePosixPath(name).name, chosen, data if chosen is not None else UNNAMED))
+    return ingest_batch(model, items)
+
+
+def _utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise TableError(f"manifest.csv: not UTF-8 text ({exc.reason})") from exc
+
+
+def items_from_folder(folder: Path) -> Iterator[tuple[str, object, bytes | str]]:
+    """Items from a folder with ``manifest.csv`` (prompt_id,path), or named
+    ``<prompt_id>_<n>.<ext>`` when there is no manifest. The manifest is checked whole
+    before any file is read. Raises TableError."""
+    manifest_path = folder / "manifest.csv"
+    root = folder.resolve()
+    if not manifest_path.exists():
+        for path in sorted(p for p in folder.iterdir() if p.is_file()):
+            prompt_id = prompt_id_from_filename(path.name)
+            yield path.name, prompt_id, path.read_bytes() if prompt_id is not None else UNNAMED
+        return
+    manifest = Manifest.parse(_utf8(manifest_path.read_bytes()))
+    for line, _, rel in manifest.rows:
+        if root not in (folder / rel).resolve().parents:
+            raise TableError(f"manifest.csv: line {line}: {rel} is outside the folder")
+    for _, prompt_id, rel in manifest.rows:
+        path = (folder / rel).resolve()
+        yield rel, prompt_id, path.read_bytes() if path.is_file() else "file not found"
+
+
+def items_from_zip(archive: Path) -> Iterator[tuple[str, object, bytes | str]]:
+    """Items from a zip read in memory (nothing is extracted to disk); members larger than
+    the byte limit are reported without being inflated. Raises TableError."""
+    limit = current_app.config["IMAGE_MAX_BYTES"]
+    try:
+        bundle = zipfile.ZipFile(archive)
+    except zipfile.BadZipFile as exc:
+        raise TableError(f"{archive.name}: not a zip archive ({exc})") from exc
+    with bundle:
+        members = {i.filename: i for i in bundle.infolist() if not i.is_dir()}
+        manifest_name = next((n for n in members if Path(n).name == "manifest.csv"), None)
+        if manifest_name:
+            base = str(Path(manifest_name).parent)
+            manifest = Manifest.parse(_utf8(bundle.read(manifest_name)), manifest_name)
+            wanted = [(pid, rel, rel if base == "." else f"{base}/{rel}")
+                      for _, pid, rel in manifest.rows]
+        else:
+            wanted = [(prompt_id_from_filename(n), n, n) for n in sorted(members)]
+        for prompt_id, shown, name in wanted:
+            info = members.get(name)
+            if info is None:
+                yield shown, prompt_id, "file not found in the archive"
+            elif info.file_size > limit:  # refused before inflating it
+                yield shown, prompt_id, f"{info.file_size:,} bytes exceeds the {limit:,} byte limit"
+            elif prompt_id is None:
+                yield shown, None, UNNAMED
+            else:
+                yield shown, prompt_id, bundle.read(info)

@@ -1,0 +1,112 @@
+"""The models taking part: registered by their owners, seen by each owner alone."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import func, or_, select
+
+from arena.config import CRITERIA
+from arena.errors import Conflict, Invalid, NotFound
+from arena.extensions import db
+from arena.infra.database import one_or_not_found
+from arena.models import Comparison, EloRating, GenModel, Image, Owner, Prompt
+from arena.voting.votes import ensure_ratings
+
+MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._+-]{0,79}$")
+STANDING_MIN_VOTES = 30  # per criterion, before a model's standing is shown
+
+
+def register_model(owner: Owner, name: str | None, description: str | None = None,
+                   link: str | None = None) -> GenModel:
+    """Register a model for ``owner`` and commit.
+
+    Raises
+    ------
+    Invalid
+        A name that is not 1-80 letters, digits, spaces or ``._+-``, or a link that is not
+        http(s).
+    Conflict
+        The name is taken.
+    """
+    name = name.strip() if isinstance(name, str) else ""
+    if not MODEL_NAME.match(name):
+        raise Invalid("model names are 1-80 letters, digits, spaces or . _ + -, "
+                      "starting with a letter or digit", field="name")
+    for label, value in (("description", description), ("link", link)):
+        if value is not None and not isinstance(value, str):
+            raise Invalid(f"{label} must be text", field=label)
+    if link and not re.match(r"^https?://", link):
+        raise Invalid("link must start with http:// or https://", field="link")
+    if db.session.scalar(select(GenModel).where(GenModel.name == name)) is not None:
+        raise Conflict(f"a model named {name!r} exists already")
+    model = GenModel(owner_id=owner.id, name=name, description=description or None,
+                     link=link or None)
+    db.session.add(model)
+    db.session.flush()
+    ensure_ratings([model.id])
+    db.session.commit()
+    return model
+
+
+def get_model(name: str) -> GenModel:
+    """The model called ``name``. Raises NotFound."""
+    return one_or_not_found(GenModel, f"no model named {name!r} (arena model create)",
+                            GenModel.name == name)
+
+
+def owned_model(owner: Owner, name: str) -> GenModel:
+    """The owner's model called ``name``. Raises NotFound alike for a model that does not
+    exist and one of another owner (a 403 would tell which names exist)."""
+    model = db.session.scalar(select(GenModel).where(GenModel.name == name,
+                                                     GenModel.owner_id == owner.id))
+    if model is None:
+        raise NotFound(f"you have no model named {name!r}")
+    return model
+
+
+def owner_models(owner: Owner) -> list[GenModel]:
+    return list(db.session.scalars(
+        select(GenModel).where(GenModel.owner_id == owner.id).order_by(GenModel.name)))
+
+
+def model_stats(model: GenModel) -> dict:
+    """What an owner sees of one model: images per prompt, comparisons and votes against the
+    target per criterion, and its standing once enough votes exist. Nothing about other
+    owners' images."""
+    per_prompt = db.session.execute(
+        select(Prompt.id, Prompt.text, func.count(Image.id))
+        .join(Image, Image.prompt_id == Prompt.id)
+        .where(Image.model_id == model.id)
+        .group_by(Prompt.id, Prompt.text).order_by(Prompt.id)
+    ).all()
+    held = db.session.scalar(select(func.count()).select_from(Image).where(
+        Image.model_id == model.id, Image.quarantined.is_(True)))
+    return {"images": sum(n for _, _, n in per_prompt), "per_prompt": per_prompt,
+            "held": held, "criteria": [_criterion_stats(model, c) for c in CRITERIA],
+            "standing_min_votes": STANDING_MIN_VOTES}
+
+
+def _criterion_stats(model: GenModel, criterion: str) -> dict:
+    mine = select(Image.id).where(Image.model_id == model.id)
+    comparisons, votes, target = db.session.execute(
+        select(func.count(), func.coalesce(func.sum(Comparison.votes_count), 0),
+               func.coalesce(func.sum(Comparison.target_votes), 0))
+        .where(Comparison.criterion == criterion, Comparison.is_validation.is_(False),
+               or_(Comparison.image_a_id.in_(mine), Comparison.image_b_id.in_(mine)))
+    ).one()
+    rating = db.session.get(EloRating, (criterion, model.id))
+    standing = None
+    if rating is not None and rating.votes >= STANDING_MIN_VOTES:
+        better, total = db.session.execute(
+            select(func.count().filter(EloRating.rating > rating.rating), func.count())
+            .where(EloRating.criterion == criterion)).one()
+        standing = {"rank": better + 1, "of": total, "rating": rating.rating}
+    return {"criterion": criterion, "comparisons": comparisons, "votes": votes,
+            "target": target, "model_votes": rating.votes if rating else 0,
+            "standing": standing}
+
+
+def owners_dashboard(owner: Owner) -> list[tuple[GenModel, dict]]:
+    """Each of the owner's models with its stats, for the dashboard."""
+    return [(m, model_stats(m)) for m in owner_models(owner)]

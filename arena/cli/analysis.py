@@ -1,0 +1,110 @@
+"""Rankings on the command line: ``arena rank`` and ``arena elo replay``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from flask.cli import with_appcontext
+
+
+@click.command("rank")
+@click.option("--criterion", type=click.Choice(["preference", "coherence", "alignment"]),
+              help="Criterion to rank (required unless --votes is given).")
+@click.option("--votes", "votes_file", type=click.Path(exists=True, dir_okay=False,
+              path_type=Path), help="Rank an external CSV/JSONL file of left,right,winner votes.")
+@click.option("--method", type=click.Choice(["bt", "elo"]), default="bt", show_default=True)
+@click.option("--bootstrap", "rounds", type=click.IntRange(0, 100_000), default=1000,
+              show_default=True, help="Bootstrap rounds for the 95% intervals (0: none).")
+@click.option("--intervals", type=click.Choice(["bootstrap", "instant"]), default="bootstrap",
+              show_default=True, help="95% intervals by bootstrap, or instant ones from the "
+              "sandwich variance (what the leaderboard page shows).")
+@click.option("--cluster", type=click.Choice(["voter", "prompt", "none"]),
+              help="What the intervals resample: voters (default; with --votes when the file "
+              "has a voter column), prompts, or none (single votes).")
+@click.option("--margin", "margins", multiple=True, metavar="ATTRIBUTE[:CAT=SHARE,...]",
+              help="Reweight to population margins (repeatable: raking): continent, age_group "
+              "or gender with default world shares, or your own, e.g. "
+              "gender:female=0.5,male=0.5.")
+@click.option("--ties", type=click.Choice(["half", "davidson"]), default="half",
+              show_default=True, help="With --votes: count a tie as half a win each way, or "
+              "fit Davidson's tie model (bootstrap intervals, ties drawn as ties).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]),
+              default="table", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write to this file (required for parquet).")
+@click.option("--age-group")
+@click.option("--gender")
+@click.option("--continent")
+@click.option("--country")
+@click.option("--category", help="Prompt category.")
+@click.option("--since", type=click.DateTime(), help="Votes at or after this UTC time.")
+@click.option("--until", type=click.DateTime(), help="Votes before this UTC time.")
+@click.option("--trusted-only", is_flag=True, help="Only voters who passed validation.")
+@click.option("--include-flagged", is_flag=True,
+              help="Count the votes that do not count by default (too fast, distrusted).")
+@click.option("--poststratify", is_flag=True, help="Same as --margin continent.")
+@with_appcontext
+def rank_command(criterion, votes_file, method, rounds, intervals, cluster, margins, ties,
+                 seed, fmt, output, poststratify, **slice_options):
+    """Rank models with Bradley-Terry or Elo, with 95% intervals and rank sets."""
+    import numpy as np
+
+    from arena.analysis import exports
+    from arena.analysis.leaderboard import rank_models, rank_votes_file
+    from arena.analysis.tallies import Slice
+
+    if fmt == "parquet" and output is None:
+        raise click.UsageError("--format parquet needs --output FILE")
+    rng = np.random.default_rng(seed)
+    sliced = any(v not in (None, False) for v in slice_options.values())
+    if votes_file is not None:
+        if sliced or poststratify or margins:
+            raise click.UsageError("slice options and margins apply to the database only")
+        ranking = rank_votes_file(votes_file, ties=ties, rounds=rounds, rng=rng,
+                                  intervals=intervals, cluster=cluster, method=method)
+    elif criterion is None:
+        raise click.UsageError("give --criterion (or --votes FILE)")
+    else:
+        ranking = rank_models(criterion, method=method, rounds=rounds, rng=rng,
+                              slice_=Slice(**slice_options), intervals=intervals,
+                              cluster=cluster or "voter", margins=margins,
+                              poststratify=poststratify)
+    _write(ranking, fmt, output, exports)
+
+
+def _write(ranking, fmt: str, output: Path | None, exports) -> None:
+    if fmt == "parquet":
+        output.write_bytes(exports.to_parquet(ranking))
+    else:
+        text = {"table": exports.to_table, "csv": exports.to_csv,
+                "json": exports.to_json}[fmt](ranking)
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            output.write_text(text)
+    if output is not None:
+        click.echo(f"Wrote {len(ranking.models)} rows to {output}", err=True)
+    for flag in ranking.flags if fmt != "table" else ():
+        click.echo(f"warning: {flag}", err=True)
+
+
+@click.group("elo")
+def elo_group():
+    """Online Elo ratings."""
+
+
+@elo_group.command("replay")
+@with_appcontext
+def elo_replay_command():
+    """Recompute online Elo and vote counters from the vote log, in vote-id order."""
+    from arena.voting.votes import replay, vote_count
+
+    with click.progressbar(length=vote_count(), label="Replaying votes") as bar:
+        counts = replay(progress=bar.update)
+    for criterion, n in counts.items():
+        click.echo(f"{criterion}: {n} votes replayed")
+
+
+COMMANDS = (rank_command, elo_group)

@@ -1,0 +1,124 @@
+"""Benchmark campaigns: ``arena campaign create|publish|add-model|gold|status``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from flask.cli import with_appcontext
+
+from arena.campaigns import campaigns, panels
+from arena.campaigns.progress import progress
+
+
+def _names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+@click.group("campaign")
+def campaign_group():
+    """Benchmark campaigns: define, publish, add models and gold pairs, follow progress."""
+
+
+@campaign_group.command("create")
+@click.argument("name")
+@click.option("--prompt-set", required=True,
+              help="DrawBench, PartiPrompts (imported on first use) or an imported set.")
+@click.option("--models", required=True, help="Comma-separated model names.")
+@click.option("--criteria", default="preference,coherence,alignment", show_default=True)
+@click.option("--images-per-model", default=4, show_default=True, type=int)
+@click.option("--target-votes", default=26, show_default=True, type=int)
+@with_appcontext
+def campaign_create_command(name, prompt_set, models, criteria, images_per_model,
+                            target_votes):
+    """Define campaign NAME (it stays hidden from voters until published)."""
+    campaign = campaigns.create_campaign(name, prompt_set, _names(models), _names(criteria),
+                                         images_per_model, target_votes)
+    click.echo(f"Created campaign {campaign.name!r} on {campaign.prompt_set.name} with "
+               f"{len(campaign.models)} models; publish it with: arena campaign publish {name}")
+
+
+@campaign_group.command("publish")
+@click.argument("name")
+@with_appcontext
+def campaign_publish_command(name):
+    """Publish NAME: build its comparisons so voters see them."""
+    added = campaigns.publish(campaigns.get_campaign(name))
+    click.echo(f"Published {name!r}: {added} comparisons added.")
+
+
+@campaign_group.command("add-model")
+@click.argument("name")
+@click.argument("model")
+@with_appcontext
+def campaign_add_model_command(name, model):
+    """Let MODEL join campaign NAME (only the new pairs are added)."""
+    added = campaigns.add_model(campaigns.get_campaign(name), model)
+    click.echo(f"{model} joined {name!r}: {added} comparisons added.")
+
+
+@campaign_group.command("gold")
+@click.argument("name")
+@click.option("--criterion", required=True)
+@click.option("--correct", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              required=True, help="The image voters should pick.")
+@click.option("--wrong", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              required=True)
+@click.option("--prompt-id", type=int, help="The prompt shown (needed for alignment).")
+@with_appcontext
+def campaign_gold_command(name, criterion, correct, wrong, prompt_id):
+    """Add a validation (gold) pair with a known right answer."""
+    pair = campaigns.add_gold_pair(campaigns.get_campaign(name), criterion,
+                                   correct.read_bytes(), wrong.read_bytes(), prompt_id,
+                                   names=(correct.name, wrong.name))
+    click.echo(f"Added gold pair {pair.id} for {criterion}.")
+
+
+@campaign_group.command("status")
+@click.argument("name")
+@with_appcontext
+def campaign_status_command(name):
+    """Votes collected against needed, vote rate, time to completion, voters."""
+    p = progress(campaigns.get_campaign(name))
+    state = "published" if p.campaign.published_at else "not published"
+    click.echo(f"{p.campaign.name} ({state}): {p.votes_total:,d} of {p.needed_total:,d} votes")
+    for c in p.criteria:
+        click.echo(f"  {c['criterion']:<11} {c['collected']:>8,d} / {c['needed']:,d} "
+                   f"over {c['comparisons']:,d} comparisons")
+    rate = f"{p.votes_per_hour:.1f} votes/hour" if p.votes_per_hour else "no votes in 24 h"
+    eta = f", about {p.eta_hours:.1f} h to go" if p.eta_hours is not None else ""
+    click.echo(f"  {rate}{eta}; {p.voters} voters; gold pairs passed by "
+               f"{p.validation['passed']} of {p.validation['voters']} voters who met one")
+    if p.campaign.admission == "panel":
+        click.echo(f"  panel: {panels.completed_count(p.campaign)} participants completed "
+                   f"{p.campaign.panel_tasks} answers")
+
+
+@campaign_group.command("panel")
+@click.argument("name")
+@click.option("--platform", type=click.Choice(list(panels.PLATFORMS)), default="prolific",
+              show_default=True, help="Whose link conventions the join link follows.")
+@click.option("--code", "completion_code", help="The completion code participants get.")
+@click.option("--tasks", default=30, show_default=True, type=int,
+              help="Answers each participant gives before the code.")
+@click.option("--return-url", help="Where to send participants when done; {code} is filled "
+              "in (Prolific: https://app.prolific.com/submissions/complete?cc={code}).")
+@click.option("--base-url", default="http://127.0.0.1:5000", show_default=True,
+              help="This server's public address, for the join link.")
+@click.option("--close", is_flag=True, help="Back to open admission.")
+@with_appcontext
+def campaign_panel_command(name, platform, completion_code, tasks, return_url, base_url,
+                           close):
+    """Admit only a recruited panel's participants to NAME, and print the join link."""
+    campaign = campaigns.get_campaign(name)
+    if close:
+        panels.close_panel(campaign)
+        click.echo(f"{name!r} is open to everyone again.")
+        return
+    panels.open_panel(campaign, completion_code, tasks=tasks, return_url=return_url)
+    click.echo(f"{name!r} now admits panel participants only ({tasks} answers each, "
+               f"completion code {completion_code}). Study link for {platform}:")
+    click.echo(panels.join_link(campaign, base_url, platform))
+
+
+COMMANDS = (campaign_group,)

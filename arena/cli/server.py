@@ -1,0 +1,89 @@
+"""Setting up and serving: ``arena demo``, ``arena serve``."""
+
+from __future__ import annotations
+
+import os
+
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+
+from arena.infra.instance import upgrade_database
+
+
+def _upgrade() -> None:
+    for key in upgrade_database():
+        click.echo(f"Wrote a new {key} to {current_app.instance_path}/config.py")
+
+
+@click.command("demo")
+@click.option("--prompts", "n_prompts", type=click.IntRange(1, 200), default=None,
+              help="Prompts with images (default: DEMO_PROMPTS, 24).")
+@click.option("--images", "n_images", type=click.IntRange(1, 8), default=None,
+              help="Images per model and prompt (default 4).")
+@click.option("--votes", "n_votes", type=click.IntRange(0, 1_000_000), default=400,
+              show_default=True, help="Simulated crowd votes cast through the real services, "
+              "so the leaderboard has data (0: none).")
+@with_appcontext
+def demo_command(n_prompts, n_images, n_votes):
+    """Create the database and load the demo campaign (does nothing if already loaded)."""
+    import numpy as np
+
+    from arena.campaigns import demo
+
+    _upgrade()
+    if demo.demo_loaded():
+        click.echo("Demo campaign already loaded.")
+        return
+    total = demo.images_to_draw(n_prompts, n_images)
+    with click.progressbar(length=total, label="Drawing demo images") as bar:
+        counts = demo.load_demo(n_prompts, n_images, progress=lambda _step, n: bar.update(n))
+    click.echo(", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items()))
+    if n_votes:
+        with click.progressbar(length=n_votes, label="Simulating crowd votes") as bar:
+            cast = demo.simulate_votes(n_votes, np.random.default_rng(2026), progress=bar.update)
+        click.echo(f"{cast} simulated votes cast")
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Processes. More than one needs shared rate-limit storage "
+              "(RATELIMIT_STORAGE_URI=redis://...): each process counts on its own otherwise.")
+@click.option("--threads", default=4, show_default=True, type=click.IntRange(1, 64),
+              help="Threads per process (they share one process's rate-limit counters).")
+@with_appcontext
+def serve_command(host, port, workers, threads):
+    """Serve the app with gunicorn (upgrading the database schema first)."""
+    from flask import current_app
+    from gunicorn.app.base import BaseApplication
+
+    from arena import wsgi_app
+    from arena.web.limits import shared_storage
+
+    limited = current_app.config.get("RATELIMIT_ENABLED", True)
+    if workers > 1 and limited and not shared_storage(current_app.config["RATELIMIT_STORAGE_URI"]):
+        raise click.UsageError(
+            f"--workers {workers} with rate limits stored in memory would let every limit "
+            f"be passed {workers} times over (each process counts on its own): set "
+            "RATELIMIT_STORAGE_URI=redis://127.0.0.1:6379 (pip install -e '.[redis]'), or "
+            "serve one process with more --threads")
+    _upgrade()
+
+    class Server(BaseApplication):
+        def load_config(self):
+            self.cfg.set("bind", f"{host}:{port}")
+            self.cfg.set("workers", workers)
+            self.cfg.set("threads", threads)
+            self.cfg.set("accesslog", "-")
+            self.cfg.set("forwarded_allow_ips", os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"))
+
+        def load(self):
+            return wsgi_app()
+
+    click.echo(f"Arena is running at http://{host}:{port}  (Ctrl+C to stop)")
+    Server().run()
+
+
+COMMANDS = (demo_command, serve_command)

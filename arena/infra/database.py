@@ -1,0 +1,98 @@
+"""Engine set-up shared by SQLite and PostgreSQL, and the write-transaction helper.
+
+SQLite is put in WAL mode with a busy timeout, and write transactions start with
+``BEGIN IMMEDIATE`` so two writers queue on the lock instead of one failing when it upgrades
+from reading to writing. PostgreSQL needs nothing special: the vote path locks the rows it
+updates with ``SELECT ... FOR UPDATE``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from typing import TypeVar
+
+from sqlalchemy import case, event, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
+
+from arena.errors import NotFound
+from arena.extensions import db
+
+T = TypeVar("T")
+_SQLITE_BEGIN = "arena_sqlite_begin"
+
+
+@event.listens_for(Engine, "connect")
+def _sqlite_on_connect(dbapi_connection, connection_record):
+    if not isinstance(dbapi_connection, sqlite3.Connection):
+        return
+    # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite's own handling defers it).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=15000")
+    cursor.close()
+
+
+@event.listens_for(Engine, "begin")
+def _sqlite_on_begin(conn):
+    if conn.dialect.name != "sqlite":
+        return
+    mode = conn.get_execution_options().get(_SQLITE_BEGIN, "DEFERRED")
+    conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+@contextmanager
+def write_transaction():
+    """Open a write transaction on ``db.session``: immediate on SQLite, plain on PostgreSQL.
+
+    Commits on success, rolls back on any exception. Must start a fresh transaction.
+    """
+    session = db.session()
+    if session.in_transaction():
+        session.commit()
+    session.connection(execution_options={_SQLITE_BEGIN: "IMMEDIATE"})
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+
+
+def retry_on_lock(fn: Callable[[], T], attempts: int = 5) -> T:
+    """Run ``fn`` again when the database reports a lock or deadlock (SQLite busy after its
+    timeout, PostgreSQL deadlock detected); the last failure is re-raised."""
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except OperationalError as exc:
+            message = str(exc.orig).lower()
+            transient = "locked" in message or "deadlock" in message or "busy" in message
+            if not transient or attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def one_or_not_found(model, message: str, *conditions):
+    """The one row of ``model`` matching ``conditions``. Raises NotFound with ``message``."""
+    row = db.session.scalar(select(model).where(*conditions))
+    if row is None:
+        raise NotFound(message)
+    return row
+
+
+def at_most(expr, limit):
+    """SQL ``min(expr, limit)`` that reads the same on SQLite and PostgreSQL."""
+    return case((expr > limit, limit), else_=expr)
+
+
+def at_least(expr, limit):
+    """SQL ``max(expr, limit)`` that reads the same on SQLite and PostgreSQL."""
+    return case((expr < limit, limit), else_=expr)

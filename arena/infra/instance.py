@@ -1,0 +1,46 @@
+"""The instance folder: where a deployment keeps its database, images and secrets."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from flask import current_app
+
+from arena.config import SECRET_SETTINGS
+
+
+def ensure_instance() -> list[str]:
+    """Create the instance folder and persist every secret that is not configured yet
+    (``SECRET_KEY``, ``PSEUDONYM_KEY``) to ``instance/config.py`` (mode 0600, not in git),
+    so every server process signs and pseudonymises with the same keys. Returns the names of
+    the keys written (also set on the running app)."""
+    instance = Path(current_app.instance_path)
+    instance.mkdir(parents=True, exist_ok=True)
+    config_file = instance / "config.py"
+    text = config_file.read_text() if config_file.exists() else ""
+    written = []
+    for key in SECRET_SETTINGS:
+        ephemeral = key in current_app.config.get("EPHEMERAL_SECRETS", [])
+        if not ephemeral or f"ARENA_{key}" in os.environ or f"{key} =" in text:
+            continue
+        value = secrets.token_hex(32)
+        with config_file.open("a") as fh:
+            fh.write(f"{key} = {value!r}\n")
+        current_app.config[key] = value
+        current_app.config["EPHEMERAL_SECRETS"].remove(key)
+        written.append(key)
+    if config_file.exists():
+        os.chmod(config_file, 0o600)
+    return written
+
+
+def upgrade_database() -> list[str]:
+    """Persist the secrets, then bring the schema to the newest migration. Returns the
+    names of the secrets written."""
+    from flask_migrate import upgrade
+
+    written = ensure_instance()
+    upgrade()
+    return written

@@ -1,0 +1,506 @@
+"""Simulations from known truth: do the intervals Arena publishes cover it 95% of the time?
+
+A :class:`Design` describes a study (how many models and votes, how pairs are allocated,
+ties, careless voters, voters' and prompts' own tastes, post-stratification cells). It can
+draw data sets (:meth:`Design.draw`) and it knows the number each interval estimates
+(:meth:`Design.estimand`): the Bradley-Terry fit of the *expected* outcome matrix of the
+population the votes come from -- voters, prompts and cells drawn from their distributions,
+not the few the study happened to get. With voter effects or careless voters that is not the
+generating strengths themselves (averaging over voters flattens them), which is exactly why
+it is the right target: it is what infinitely many votes from this crowd would give.
+
+:func:`coverage` runs replicates and reports, per method, the share of models whose interval
+covered the truth, the mean width, the share of replicates where every interval of the table
+covered at once, and how often the rank sets and tiers contradicted the true order.
+``benchmarks/coverage.py`` prints the table for the README; a smoke test runs a small one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from arena.ranking import ranks
+from arena.ranking.bootstrap import bootstrap
+from arena.ranking.bradley_terry import ELO_SCALE, LOG10, bradley_terry
+from arena.ranking.davidson import davidson, davidson_bootstrap
+from arena.ranking.elo import EloParams, elo, elo_bootstrap
+from arena.ranking.hype import (
+    EXPOSURE_RANGE,
+    GUESS,
+    TARGET,
+    Trials,
+    WeightedUpDown,
+    paper_threshold,
+    score_infinity,
+    score_time,
+)
+from arena.ranking.pairs import PairCounts
+from arena.ranking.sandwich import instant_intervals
+from arena.ranking.strata import Calibration, too_small
+
+
+@dataclass(frozen=True)
+class Data:
+    """One simulated study: per-vote outcomes with their voter, prompt and cell."""
+
+    winners: np.ndarray
+    losers: np.ndarray
+    ties: np.ndarray
+    voter: np.ndarray
+    prompt: np.ndarray
+    stratum: np.ndarray
+
+    def counts(self, n_items: int, cluster: str, strata: bool) -> PairCounts:
+        units = {"voter": self.voter, "prompt": self.prompt, "none": None}[cluster]
+        if strata and units is not None and cluster == "prompt":
+            units = units * (self.stratum.max() + 1) + self.stratum  # prompts split by cell
+        if strata and units is None:
+            units = np.arange(self.winners.size)
+        return PairCounts.from_outcomes(self.winners, self.losers, n_items, ties=self.ties,
+                                        units=units, strata=self.stratum if strata else None)
+
+
+@dataclass(frozen=True)
+class Design:
+    """A simulated study. Strengths are evenly spaced over ``spread`` natural-log units
+    (1.6 is about 280 Elo points from first to last)."""
+
+    name: str
+    items: int = 8
+    votes: int = 2000
+    voters: int = 200
+    spread: float = 1.6
+    allocation: str = "balanced"  # or "unbalanced": the top models shown ~3x as often
+    tie_rate: float = 0.0  # how often two equal models tie (Davidson's model)
+    careless: float = 0.0  # share of voters who answer at random
+    taste: float = 0.0  # sd of each voter's own liking of each model (log units)
+    prompts: int = 50
+    prompt_effect: float = 0.0  # sd of how much each model suits each prompt
+    cells: tuple[int, ...] = ()  # votes per post-stratification cell (replaces ``votes``)
+    cell_shift: tuple[float, ...] = ()  # each cell scales the strengths by (1 + shift)
+    targets: tuple[float, ...] = ()  # population share of each cell
+    min_cell_votes: int = 0  # cells with fewer votes keep their sample share (as published)
+    cluster: str = "voter"
+    population: int = 40_000  # draws of voters and prompts for the estimand
+
+    @property
+    def strengths(self) -> np.ndarray:
+        return np.linspace(self.spread / 2, -self.spread / 2, self.items)
+
+    @property
+    def nu(self) -> float:
+        return 2 * self.tie_rate / (1 - self.tie_rate) if self.tie_rate else 0.0
+
+    def shares(self) -> np.ndarray:
+        """Each cell's share of the weighted votes: its target, or its sample share when it
+        is too small to reweight (:func:`arena.ranking.strata.too_small`)."""
+        sizes = np.asarray(self.cells or (self.votes,), float)
+        if not self.targets:
+            return sizes / sizes.sum()
+        held = too_small(sizes, sizes, self.min_cell_votes, 0)
+        target = np.asarray(self.targets, float)
+        shares = np.where(held, sizes / sizes.sum(), 0.0)
+        shares[~held] = target[~held] / target[~held].sum() * (1 - shares.sum())
+        return shares
+
+    def calibration(self) -> Calibration | None:
+        """The calibration Arena applies to this design's cells."""
+        if not self.cells:
+            return None
+        held = too_small(self.cells, self.cells, self.min_cell_votes, 0)
+        target = np.where(held, np.nan, np.asarray(self.targets, float))
+        return Calibration(np.arange(len(self.cells))[:, None], (target,))
+
+    def pair_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(a, b, probability) of every unordered pair."""
+        a, b = np.triu_indices(self.items, 1)
+        if self.allocation == "balanced":
+            w = np.ones(a.size)
+        else:
+            exposure = np.exp(-np.arange(self.items) * np.log(3) / (self.items - 1))
+            w = exposure[a] * exposure[b]
+        return a, b, w / w.sum()
+
+    def _outcome_probs(self, theta_a, theta_b):
+        """P(a wins), P(tie) given (arrays of) strengths, Davidson's model."""
+        pa, pb = np.exp(theta_a), np.exp(theta_b)
+        tie = self.nu * np.sqrt(pa * pb)
+        total = pa + pb + tie
+        return pa / total, tie / total
+
+    def draw(self, rng: np.random.Generator) -> Data:
+        a_all, b_all, w = self.pair_weights()
+        sizes = self.cells or (self.votes,)
+        shifts = self.cell_shift or (0.0,) * len(sizes)
+        out = {k: [] for k in ("w", "l", "t", "v", "p", "s")}
+        voter_base = 0
+        for s, (size, shift) in enumerate(zip(sizes, shifts, strict=True)):
+            voters = max(1, round(self.voters * size / sum(sizes)))
+            activity = rng.lognormal(0, 1, voters)  # some voters vote a lot more
+            voter = rng.choice(voters, size=size, p=activity / activity.sum())
+            taste = self.taste * rng.normal(0, 1, (voters, self.items))
+            careless = rng.random(voters) < self.careless
+            prompt = rng.integers(0, self.prompts, size)
+            suits = self.prompt_effect * rng.normal(0, 1, (self.prompts, self.items))
+            pair = rng.choice(a_all.size, size=size, p=w)
+            a, b = a_all[pair], b_all[pair]
+            theta = self.strengths * (1 + shift)
+            ta = theta[a] + taste[voter, a] + suits[prompt, a]
+            tb = theta[b] + taste[voter, b] + suits[prompt, b]
+            p_a, p_tie = self._outcome_probs(ta, tb)
+            p_a = np.where(careless[voter], 0.5 * (1 - p_tie), p_a)
+            u = rng.random(size)
+            a_wins, tie = u < p_a, (u >= p_a) & (u < p_a + p_tie)
+            out["w"].append(np.where(a_wins | tie, a, b))
+            out["l"].append(np.where(a_wins | tie, b, a))
+            out["t"].append(tie)
+            out["v"].append(voter + voter_base)
+            out["p"].append(prompt)
+            out["s"].append(np.full(size, s))
+            voter_base += voters
+        cat = {k: np.concatenate(v) for k, v in out.items()}
+        return Data(cat["w"], cat["l"], cat["t"], cat["v"], cat["p"], cat["s"])
+
+    def estimand(self, seed: int = 12345) -> np.ndarray:
+        """The centred log-strengths infinitely many votes from this population would give:
+        the fit of the expected half-win matrix (target-weighted over cells)."""
+        rng = np.random.default_rng(seed)
+        a, b, w = self.pair_weights()
+        sizes = self.cells or (self.votes,)
+        shifts = self.cell_shift or (0.0,) * len(sizes)
+        expected = np.zeros((self.items, self.items))
+        k = self.population
+        for share, shift in zip(self.shares(), shifts, strict=True):
+            theta = self.strengths * (1 + shift)
+            taste = self.taste * rng.normal(0, 1, (k, 2))
+            suits = self.prompt_effect * rng.normal(0, 1, (k, 2))
+            careless = rng.random(k) < self.careless
+            for pair in range(a.size):
+                i, j = a[pair], b[pair]
+                p_a, p_tie = self._outcome_probs(theta[i] + taste[:, 0] + suits[:, 0],
+                                                 theta[j] + taste[:, 1] + suits[:, 1])
+                p_a = np.where(careless, 0.5 * (1 - p_tie), p_a)
+                score = float(np.mean(p_a + 0.5 * p_tie))
+                expected[i, j] += share * w[pair] * score
+                expected[j, i] += share * w[pair] * (1 - score)
+        return bradley_terry(expected * 1e6, tol=1e-12).log_strengths
+
+
+METHODS = ("bootstrap", "instant")
+# What Arena did before issue 10, for comparison: the (weighted) win matrix resampled as if
+# its cells were independent decisive votes -- no voters, ties as two half wins, weights as
+# counts.
+OLD = "old bootstrap"
+
+
+@dataclass
+class Coverage:
+    """Per method: ``covered`` (share of model intervals covering the truth), ``width``
+    (mean width, Elo points), ``all_covered`` (share of replicates with every interval
+    covering), ``rank_sets`` (share of replicates where every model's true rank lies in its
+    rank set), ``tier_errors`` (share of replicates where a tier puts a truly worse model
+    above a better one)."""
+
+    design: str
+    replicates: int
+    covered: dict[str, float]
+    width: dict[str, float]
+    all_covered: dict[str, float]
+    rank_sets: dict[str, float]
+    tier_errors: dict[str, float]
+
+
+ELO = "elo"
+DAVIDSON = "davidson"
+ELO_PARAMS = EloParams(k=4.0)
+
+
+def elo_estimand(design: Design, draws: int = 1000, seed: int = 54321) -> np.ndarray:
+    """What Elo's intervals estimate: the mean, over studies of this design with their votes
+    in random order, of the online Elo (K = 4), centred."""
+    rng = np.random.default_rng(seed)
+    total = np.zeros(design.items)
+    for _ in range(draws):
+        data = design.draw(rng)
+        order = rng.permutation(data.winners.size)
+        total += elo(data.winners[order], data.losers[order], design.items,
+                     ties=data.ties[order], params=ELO_PARAMS)
+    mean = total / draws
+    return mean - mean.mean()
+
+
+def _interval(method, design, raw, data, fit, calibration, rounds, rng):
+    """(low, high, rank sets) on the centred rating scale for one method and study."""
+    resample = "vote" if design.cluster == "none" else "unit"
+    if method == OLD:
+        result = bootstrap(PairCounts.from_matrix(data.weighted_matrix(calibration)),
+                           rounds=rounds, resample="vote", rng=rng, fit=fit)
+    elif method == "bootstrap":
+        result = bootstrap(data, rounds=rounds, resample=resample, calibration=calibration,
+                           rng=rng, fit=fit)
+    elif method == "instant":
+        result = instant_intervals(data, fit, resample=resample, calibration=calibration,
+                                   rng=rng)
+    elif method == ELO:
+        units = {"voter": raw.voter, "prompt": raw.prompt}.get(design.cluster)
+        boot = elo_bootstrap(raw.winners, raw.losers, design.items, ties=raw.ties,
+                             units=units, rounds=rounds, params=ELO_PARAMS, rng=rng)
+        sets = ranks.from_normal(boot.mean, boot.covariance, rng=rng)
+        return boot.low - ELO_PARAMS.initial, boot.high - ELO_PARAMS.initial, sets
+    else:  # Davidson
+        boot = davidson_bootstrap(data, rounds=rounds, resample=resample, rng=rng)
+        point = davidson(*_split(data)).log_strengths
+        return boot.low - 1000.0, boot.high - 1000.0, ranks.from_samples(point, boot.samples)
+    return result.rating_low - 1000.0, result.rating_high - 1000.0, result.ranks
+
+
+def _split(data: PairCounts):
+    n = data.n_items
+    wins, ties = np.zeros((n, n)), np.zeros((n, n))
+    np.add.at(wins, (data.a, data.b), data.ab)
+    np.add.at(wins, (data.b, data.a), data.ba)
+    np.add.at(ties, (data.a, data.b), data.tie)
+    return wins, ties + ties.T
+
+
+def coverage(design: Design, replicates: int = 200, rounds: int = 500,
+             methods=METHODS, seed: int = 0, progress=None) -> Coverage:
+    """Simulate ``replicates`` studies of ``design`` and check each method's intervals
+    (Bradley-Terry's against :meth:`Design.estimand`, Elo's against :func:`elo_estimand`,
+    Davidson's against the generating strengths, which it models exactly)."""
+    truths = {}
+    for method in methods:
+        if method == ELO:
+            centred = elo_estimand(design)
+            truths[method] = (centred, centred)
+        elif method == DAVIDSON:
+            theta = design.strengths - design.strengths.mean()
+            truths[method] = (theta, ELO_SCALE * theta / LOG10)
+        else:
+            theta = design.estimand() if "bt" not in truths else truths["bt"][0]
+            truths["bt"] = (theta, ELO_SCALE * theta / LOG10)
+            truths[method] = truths["bt"]
+    calibration = design.calibration()
+    rng = np.random.default_rng(seed)
+    tallies = {m: {"covered": 0, "width": 0.0, "all": 0, "ranks": 0, "tiers": 0}
+               for m in methods}
+    for _ in range(replicates):
+        raw = design.draw(rng)
+        data = raw.counts(design.items, design.cluster, bool(design.cells))
+        fit = bradley_terry(data.weighted_matrix(calibration))
+        for method in methods:
+            low, high, sets = _interval(method, design, raw, data, fit, calibration, rounds,
+                                        rng)
+            order_truth, truth = truths[method]
+            true_rank = np.empty(design.items, dtype=int)
+            true_rank[np.argsort(-order_truth, kind="stable")] = np.arange(1, design.items + 1)
+            hit = (low <= truth) & (truth <= high)
+            t = tallies[method]
+            t["covered"] += int(hit.sum())
+            t["width"] += float((high - low).mean())
+            t["all"] += bool(hit.all())
+            t["ranks"] += bool(np.all((sets.best <= true_rank) & (true_rank <= sets.worst)))
+            t["tiers"] += bool(np.any(sets.ahead & (order_truth[:, None] < order_truth[None, :])))
+        if progress is not None:
+            progress(1)
+    n = replicates
+    return Coverage(
+        design.name, n,
+        covered={m: t["covered"] / (n * design.items) for m, t in tallies.items()},
+        width={m: t["width"] / n for m, t in tallies.items()},
+        all_covered={m: t["all"] / n for m, t in tallies.items()},
+        rank_sets={m: t["ranks"] / n for m, t in tallies.items()},
+        tier_errors={m: t["tiers"] / n for m, t in tallies.items()})
+
+
+def designs() -> list[Design]:
+    """The designs of issue 10's harness (benchmarks/coverage.py runs them all)."""
+    base = Design("balanced, 2k votes")
+    strata = replace(base, name="post-stratified, cells 3000/600/30, all reweighted", items=5,
+                     cells=(3000, 600, 30), cell_shift=(0.0, 0.5, -0.5),
+                     targets=(0.5, 0.3, 0.2), voters=600, cluster="none")
+    return [
+        base,
+        replace(base, name="balanced, 20k votes", votes=20_000, voters=2_000),
+        replace(base, name="unbalanced, 2k votes", allocation="unbalanced"),
+        replace(base, name="unbalanced, 20k votes", allocation="unbalanced", votes=20_000,
+                voters=2_000),
+        replace(base, name="40% ties, 2k votes", tie_rate=0.4),
+        replace(base, name="40% ties, 20k votes", tie_rate=0.4, votes=20_000, voters=2_000),
+        replace(base, name="careless voters (20%) + tastes", careless=0.2, taste=0.5),
+        replace(base, name="prompt effects, clustered by prompt", prompt_effect=0.6,
+                prompts=40, cluster="prompt"),
+        strata,
+        replace(strata, name="post-stratified, cells 3000/600/30 as published (held < 100)",
+                min_cell_votes=100),
+        replace(strata, name="post-stratified, cells 3000/600/300", cells=(3000, 600, 300)),
+    ]
+
+
+# --- HYPE ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HypeDesign:
+    """A simulated HYPE study of one model. HYPE-infinity: an evaluator e is wrong about
+    image i with probability expit(mu + u_e + v_i) (people and images differ; half the
+    images real); each evaluator judges ``trials`` images drawn from a pool of ``images``.
+    HYPE-time: evaluator e's 75% threshold is ``threshold_ms`` x exp(N(0, evaluator_sd)),
+    with a logistic psychometric function in log exposure (``slope``, ``lapse``), run
+    through the weighted staircase for ``blocks`` x ``block_trials`` trials at 60 Hz."""
+
+    name: str
+    mode: str = "infinity"
+    evaluators: int = 20
+    images: int = 100
+    trials: int = 100
+    deception: float = 0.3  # population share of wrong answers
+    evaluator_sd: float = 0.5
+    image_sd: float = 1.0
+    threshold_ms: float = 300.0
+    slope: float = 4.0
+    lapse: float = 0.02
+    blocks: int = 3
+    block_trials: int = 150
+
+    def _mu(self) -> float:
+        """The logit offset whose population mean error rate is ``deception``."""
+        from scipy.optimize import brentq
+        from scipy.special import expit
+
+        z = np.random.default_rng(7).normal(0, 1, (2, 200_000))
+        noise = self.evaluator_sd * z[0] + self.image_sd * z[1]
+        return brentq(lambda mu: expit(mu + noise).mean() - self.deception, -10, 10)
+
+    def estimand(self) -> float:
+        """Infinity: the population error rate (%). Time: the population mean threshold
+        (ms), held within the staircase's range as the fit holds each evaluator's."""
+        if self.mode == "infinity":
+            return 100 * self.deception
+        z = np.random.default_rng(11).normal(0, 1, 400_000)
+        return float(np.clip(self.threshold_ms * np.exp(self.evaluator_sd * z),
+                             *EXPOSURE_RANGE).mean())
+
+    def draw(self, rng: np.random.Generator) -> Trials:
+        if self.mode == "infinity":
+            return self._draw_infinity(rng)
+        return self._draw_time(rng)
+
+    def _draw_infinity(self, rng) -> Trials:
+        from scipy.special import expit
+
+        mu = self._mu()
+        u = self.evaluator_sd * rng.normal(0, 1, self.evaluators)
+        v = self.image_sd * rng.normal(0, 1, self.images)
+        real = np.arange(self.images) % 2 == 0
+        rows = {k: [] for k in ("e", "img", "real", "judged")}
+        for e in range(self.evaluators):
+            shown = rng.choice(self.images, size=min(self.trials, self.images), replace=False)
+            wrong = rng.random(shown.size) < expit(mu + u[e] + v[shown])
+            rows["e"].append(np.full(shown.size, f"e{e}"))
+            rows["img"].append(shown)
+            rows["real"].append(real[shown])
+            rows["judged"].append(real[shown] ^ wrong)
+        real_col = np.concatenate(rows["real"])
+        return Trials(np.concatenate(rows["e"]), np.where(real_col, "", "M"), real_col,
+                      np.concatenate(rows["judged"]), image=np.concatenate(rows["img"]))
+
+    def _draw_time(self, rng) -> Trials:
+        from scipy.special import expit, logit
+
+        rule = WeightedUpDown()
+        frame = 1000 / 60
+        rows = {k: [] for k in ("e", "real", "judged", "t", "block")}
+        level = logit((TARGET - GUESS) / (1 - GUESS - self.lapse)) / self.slope
+        for e in range(self.evaluators):
+            threshold = self.threshold_ms * np.exp(self.evaluator_sd * rng.normal())
+            log_mid = np.log(threshold) - level
+            for b in range(1, self.blocks + 1):
+                state = rule.start()
+                for _ in range(self.block_trials):
+                    shown = max(1, np.floor(state.exposure_ms / frame + 0.5)) * frame
+                    p = GUESS + (1 - GUESS - self.lapse) * expit(
+                        self.slope * (np.log(shown) - log_mid))
+                    right = rng.random() < p
+                    real = rng.random() < 0.5
+                    rows["e"].append(f"e{e}")
+                    rows["real"].append(real)
+                    rows["judged"].append(real == right)
+                    rows["t"].append(shown)
+                    rows["block"].append(b)
+                    state = rule.update(state, right)
+        real = np.array(rows["real"])
+        return Trials(np.array(rows["e"]), np.where(real, "", "M"), real,
+                      np.array(rows["judged"]), np.array(rows["t"]), np.array(rows["block"]))
+
+
+@dataclass
+class HypeCoverage:
+    design: str
+    replicates: int
+    estimand: float
+    covered: dict[str, float]
+    width: dict[str, float]
+    bias: dict[str, float]  # mean estimate / estimand - 1
+
+
+def hype_coverage(design: HypeDesign, replicates: int = 200, rounds: int = 2000,
+                  seed: int = 0, progress=None) -> HypeCoverage:
+    """Simulate ``replicates`` studies; for HYPE-infinity compare the two-way bootstrap with
+    resampling evaluators only, for HYPE-time the fitted threshold with the paper's figure
+    (whose interval is the same bootstrap over evaluators of its per-evaluator values)."""
+    truth = design.estimand()
+    rng = np.random.default_rng(seed)
+    keys = ("two-way", "evaluators only") if design.mode == "infinity" else ("fit", "paper")
+    hits = dict.fromkeys(keys, 0)
+    width = dict.fromkeys(keys, 0.0)
+    total = dict.fromkeys(keys, 0.0)
+    for _ in range(replicates):
+        trials = design.draw(rng)
+        if design.mode == "infinity":
+            results = {"two-way": score_infinity(trials, rounds=rounds, rng=rng)[0][0],
+                       "evaluators only": score_infinity(replace(trials, image=None),
+                                                         rounds=rounds, rng=rng)[0][0]}
+            estimates = {k: (r.score, r.ci_low, r.ci_high) for k, r in results.items()}
+        else:
+            score, _ = score_time(trials, rounds=rounds, rng=rng)
+            s = score[0]
+            paper = _paper_per_evaluator(trials)
+            boot = paper[rng.integers(0, paper.size, (rounds, paper.size))].mean(axis=1)
+            estimates = {"fit": (s.score, s.ci_low, s.ci_high),
+                         "paper": (s.paper_score, *np.percentile(boot, [2.5, 97.5]))}
+        for key, (estimate, low, high) in estimates.items():
+            hits[key] += low <= truth <= high
+            width[key] += high - low
+            total[key] += estimate
+        if progress is not None:
+            progress(1)
+    n = replicates
+    return HypeCoverage(design.name, n, truth, {k: hits[k] / n for k in keys},
+                        {k: width[k] / n for k in keys},
+                        {k: total[k] / n / truth - 1 for k in keys})
+
+
+def _paper_per_evaluator(trials: Trials) -> np.ndarray:
+    return np.array([paper_threshold(trials.exposure_ms[trials.evaluator == e],
+                                     trials.block[trials.evaluator == e])
+                     for e in dict.fromkeys(trials.evaluator.tolist())])
+
+
+def hype_designs() -> list[HypeDesign]:
+    infinity = HypeDesign("HYPE-inf, 20 evaluators x 100 images")
+    time = HypeDesign("HYPE-time, 300 ms, 20 evaluators", mode="time", evaluator_sd=0.2)
+    return [
+        infinity,
+        replace(infinity, name="HYPE-inf, 60 evaluators x 100 images", evaluators=60),
+        replace(infinity, name="HYPE-inf, 20 evaluators x 2,000 images", images=2000),
+        replace(infinity, name="HYPE-inf, 60 evaluators x 2,000 images", evaluators=60,
+                images=2000),
+        *[replace(time, name=f"HYPE-time, {t} ms, 20 evaluators", threshold_ms=t)
+          for t in (150, 300, 500, 700)],
+        replace(time, name="HYPE-time, 300 ms, 60 evaluators", evaluators=60),
+        *[replace(time, name=f"HYPE-time bias, {t} ms for all, 60 evaluators", threshold_ms=t,
+                  evaluator_sd=0.0, evaluators=60) for t in (150, 300, 500, 700)],
+    ]

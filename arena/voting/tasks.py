@@ -1,0 +1,141 @@
+"""Issued tasks: whose they are, when they were shown, and the read gate of alignment tasks.
+
+The read gate (DESIGN.md §2): an alignment caption is revealed one word at a time and the
+voter must confirm having read it before choosing. The server is the clock of record for
+every channel (HTML, htmx, JSON API): it records when a task was first shown, accepts the
+confirmation only once the reveal of that caption could have ended (``REVEAL_WORD_MS`` per
+word after it was shown, or after the voter's last action in any session, whichever is
+later: see :mod:`arena.voting.pacing`), and :func:`arena.voting.votes.cast_vote` refuses a vote on a
+captioned task that was not confirmed.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+from flask import current_app
+from sqlalchemy import select, update
+
+from arena.errors import Conflict, Forbidden, NotFound
+from arena.extensions import db
+from arena.infra.database import retry_on_lock, write_transaction
+from arena.models import Comparison, Prompt, Task, Voter, utcnow
+from arena.voting import pacing
+
+
+class TaskNotFound(NotFound):
+    pass
+
+
+class NotYourTask(Forbidden):
+    pass
+
+
+class ReadNotConfirmed(Conflict):
+    """A vote on a captioned task whose caption was not confirmed as read."""
+
+
+class StillRevealing(Conflict):
+    """A confirmation that came before the caption's reveal could have ended."""
+
+
+def owned_task(voter: Voter, task_id: int) -> Task:
+    """Task ``task_id``, which must have been issued to ``voter``.
+
+    Raises
+    ------
+    TaskNotFound, NotYourTask
+    """
+    task = db.session.get(Task, task_id)
+    if task is None:
+        raise TaskNotFound(f"no task {task_id}")
+    if task.voter_id != voter.id:
+        raise NotYourTask("this task was not issued to you")
+    return task
+
+
+def caption_of(task: Task) -> str | None:
+    """The caption a voter must read before choosing: the prompt of an alignment task."""
+    return db.session.scalar(
+        select(Prompt.text)
+        .join(Comparison, Comparison.prompt_id == Prompt.id)
+        .where(Comparison.id == task.comparison_id, Comparison.criterion == "alignment")
+    )
+
+
+def reveal_ms(caption: str | None) -> int:
+    """How long the word-by-word reveal of ``caption`` lasts (0 without one)."""
+    if not caption:
+        return 0
+    return len(caption.split()) * int(current_app.config["REVEAL_WORD_MS"])
+
+
+def present(tasks: list[Task], now: datetime | None = None) -> None:
+    """Record that ``tasks`` are on the voter's screen now, unless they were before (the
+    reveal of a caption starts then). Commits."""
+    pending = [t.id for t in tasks if t.shown_at is None]
+    if not pending:
+        return
+    now = now or utcnow()
+
+    def write():
+        with write_transaction():
+            db.session.execute(update(Task).where(Task.id.in_(pending), Task.shown_at.is_(None))
+                               .values(shown_at=now))
+
+    retry_on_lock(write)
+
+
+def confirm_read(voter: Voter, task_id: int, now: datetime | None = None) -> Task:
+    """Record that ``voter`` confirmed reading the caption of task ``task_id``. Commits.
+    Confirming twice changes nothing.
+
+    Raises
+    ------
+    TaskNotFound, NotYourTask
+    Conflict
+        The task has no caption, or was not shown yet.
+    StillRevealing
+        Before the caption's reveal could have ended (``retry_after_ms`` says how long to
+        wait).
+    """
+    task = owned_task(voter, task_id)
+    if task.read_confirmed_at is not None:
+        return task
+    caption = caption_of(task)
+    if caption is None:
+        raise Conflict("this task has no caption to confirm")
+    if task.shown_at is None:
+        raise Conflict("this task has not been shown yet: answer the ones before it first")
+    now = now or utcnow()
+    reveal = reveal_ms(caption)
+    # the reveal starts when the task is shown, or at the voter's last action if later:
+    # one caption at a time, however many sessions are open (arena.voting.pacing)
+    start = max(t for t in (task.shown_at, voter.last_action_at) if t is not None)
+    ready = start + timedelta(milliseconds=reveal)
+    if now < ready:
+        raise _still_revealing(math.ceil((ready - now).total_seconds() * 1000))
+    task_id, voter_id = task.id, voter.id
+
+    def write():
+        with write_transaction():
+            if not pacing.try_turn(voter_id, now, reveal):  # another action raced this one
+                raise _still_revealing(reveal)
+            db.session.execute(update(Task).where(Task.id == task_id,
+                                                  Task.read_confirmed_at.is_(None))
+                               .values(read_confirmed_at=now))
+
+    retry_on_lock(write)
+    return db.session.get(Task, task_id)
+
+
+def _still_revealing(wait_ms: int) -> StillRevealing:
+    return StillRevealing("the caption is still being revealed: read it to the end, then "
+                          "confirm", retry_after_ms=wait_ms)
+
+
+def require_read(task: Task) -> None:
+    """Raises ReadNotConfirmed unless ``task`` has no caption or its reading was confirmed."""
+    if task.read_confirmed_at is None and caption_of(task) is not None:
+        raise ReadNotConfirmed("confirm that you read the caption before choosing")

@@ -1,0 +1,110 @@
+"""Operator pages: define and publish campaigns, let models join, add gold pairs.
+
+Sign in with an operator token (``arena token create NAME --role operator``).
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from flask import Blueprint, redirect, render_template, request, session, url_for
+
+from arena.accounts import tokens
+from arena.campaigns import campaigns
+from arena.config import CRITERIA
+from arena.errors import Invalid
+from arena.extensions import limiter
+from arena.web.errors import renders_errors
+from arena.web.requests import int_arg
+
+bp = Blueprint("admin", __name__, url_prefix="/admin")
+
+
+def operator_required(view):
+    @wraps(view)
+    def wrapped(*args, **kwargs):
+        if tokens.operator_by_id(session.get("operator")) is None:
+            session.pop("operator", None)
+            return redirect(url_for("admin.home"))
+        return view(*args, **kwargs)
+
+    return wrapped
+
+
+def _page(error=None, notice=None, status=200):
+    return render_template("admin/home.html", error=error, notice=notice, criteria=CRITERIA,
+                           **campaigns.admin_overview()), status
+
+
+def _refused(exc, status, **_):
+    return _page(error=str(exc), status=status)
+
+
+@bp.get("/")
+def home():
+    if tokens.operator_by_id(session.get("operator")) is None:
+        return render_template("admin/sign_in.html")
+    return _page()
+
+
+@bp.post("/sign-in")
+@limiter.limit("20/hour")
+def sign_in():
+    row = tokens.check_token((request.form.get("token") or "").strip(), role="operator")
+    if row is None:
+        return render_template("admin/sign_in.html", error="Not a valid operator token."), 401
+    session.clear()
+    session["operator"] = row.id
+    return redirect(url_for("admin.home"), 303)
+
+
+@bp.post("/sign-out")
+def sign_out():
+    session.pop("operator", None)
+    return redirect(url_for("admin.home"), 303)
+
+
+@bp.post("/campaigns")
+@operator_required
+@renders_errors(_refused)
+def create():
+    form = request.form
+    campaign = campaigns.create_campaign(
+        form.get("name", ""), form.get("prompt_set", ""), form.getlist("models"),
+        form.getlist("criteria"), int_arg("images_per_model", 4, 1, 16, form),
+        int_arg("target_votes", 26, 1, 10_000, form))
+    return _page(notice=f"Created {campaign.name}. Publish it when the models have their "
+                 "images.")
+
+
+@bp.post("/campaigns/<int:campaign_id>/publish")
+@operator_required
+@renders_errors(_refused)
+def publish(campaign_id: int):
+    campaign = campaigns.get_campaign_by_id(campaign_id)
+    added = campaigns.publish(campaign)
+    return _page(notice=f"Published {campaign.name}: {added} comparisons added.")
+
+
+@bp.post("/campaigns/<int:campaign_id>/models")
+@operator_required
+@renders_errors(_refused)
+def add_model(campaign_id: int):
+    campaign = campaigns.get_campaign_by_id(campaign_id)
+    added = campaigns.add_model(campaign, request.form.get("model", ""))
+    return _page(notice=f"Model joined {campaign.name}: {added} comparisons added.")
+
+
+@bp.post("/campaigns/<int:campaign_id>/gold")
+@operator_required
+@renders_errors(_refused)
+def add_gold(campaign_id: int):
+    campaign = campaigns.get_campaign_by_id(campaign_id)
+    correct, wrong = request.files.get("correct"), request.files.get("wrong")
+    if correct is None or wrong is None:
+        raise Invalid("Choose both images.")
+    prompt_id = int_arg("prompt_id", 0, 0, 2**31 - 1, request.form) or None
+    pair = campaigns.add_gold_pair(campaign, request.form.get("criterion", ""), correct.read(),
+                                   wrong.read(), prompt_id,
+                                   names=(correct.filename, wrong.filename))
+    return _page(notice=f"Gold pair {pair.id} added to {campaign.name}.")

@@ -1,0 +1,23 @@
+"""Campaign pages: the list, and each campaign's progress (public, read-only)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, render_template
+
+from arena.campaigns import campaigns
+from arena.campaigns.progress import progress
+from arena.web.charts import bar_rows
+
+bp = Blueprint("campaign", __name__, url_prefix="/campaigns")
+
+
+@bp.get("/")
+def index():
+    return render_template("campaign/index.html", campaigns=campaigns.summaries())
+
+
+@bp.get("/<path:name>")
+def show(name: str):
+    report = progress(campaigns.get_campaign(name))
+    charts = {label: bar_rows(counts) for label, counts in report.demographics.items()}
+    return render_template("campaign/show.html", report=report, charts=charts)

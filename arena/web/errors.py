@@ -1,0 +1,114 @@
+"""Errors on the web: each domain error kind maps to one HTTP status, here and nowhere else.
+
+JSON under ``/api/``, the error page elsewhere. A form view that should show a refused
+request on the page it came from wraps itself in :func:`renders_errors` instead of catching.
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from flask import Flask, current_app, jsonify, render_template, request
+from flask_wtf.csrf import CSRFError
+from sqlalchemy.exc import OperationalError, ProgrammingError
+
+from arena.errors import (
+    ArenaError,
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    Rejected,
+    Unauthorized,
+    Unavailable,
+    kind_of,
+)
+from arena.extensions import db
+
+STATUS = {
+    Invalid: 400,
+    Rejected: 422,
+    Unauthorized: 401,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    Unavailable: 503,
+    ArenaError: 400,
+}
+
+
+def status_for(exc: ArenaError) -> int:
+    return STATUS[kind_of(exc)]
+
+
+def wants_json() -> bool:
+    return request.path.startswith("/api/")
+
+
+def error_response(status: int, message: str, **extra):
+    """The one shape of an error: ``{"error": message, ...}`` on the API, the page elsewhere."""
+    if wants_json():
+        return jsonify(error=message, **extra), status
+    return render_template("error.html", status=status, message=message), status
+
+
+def renders_errors(render):
+    """Let a form view show a refused request on its own page: a domain error raised by the
+    view rolls the transaction back and becomes ``render(exc, status, *view_args)``."""
+
+    def decorator(view):
+        @wraps(view)
+        def wrapped(*args, **kwargs):
+            try:
+                return view(*args, **kwargs)
+            except ArenaError as exc:
+                db.session.rollback()
+                return render(exc, status_for(exc), *args, **kwargs)
+
+        return wrapped
+
+    return decorator
+
+
+DATABASE_MISSING = ("no such table", "unable to open database", "does not exist",
+                    "undefinedtable")
+
+
+def register(app: Flask) -> None:
+    """Install the handlers: domain errors by kind, HTTP errors, database outages."""
+
+    @app.errorhandler(ArenaError)
+    def domain_error(exc: ArenaError):
+        db.session.rollback()
+        details = {k: v for k, v in exc.as_dict().items() if k != "error"}
+        return error_response(status_for(exc), exc.message, **details)
+
+    messages = {
+        400: "Bad request.",
+        404: "Not found.",
+        405: "Method not allowed.",
+        429: "Too many requests, please slow down and try again in a while.",
+        500: "Something went wrong on our side. Please try again.",
+    }
+    for status, message in messages.items():
+        app.register_error_handler(status, lambda exc, s=status, m=message: error_response(s, m))
+
+    @app.errorhandler(413)
+    def too_large(exc):
+        limit = current_app.config["MAX_CONTENT_LENGTH"] // (1024 * 1024)
+        return error_response(413, f"Upload too large: at most {limit} MB per request.")
+
+    @app.errorhandler(CSRFError)
+    def csrf_failed(exc):
+        return error_response(400, "Your form expired. Please go back, reload the page and "
+                              "try again.")
+
+    @app.errorhandler(OperationalError)
+    @app.errorhandler(ProgrammingError)
+    def database_error(exc):
+        message = str(getattr(exc, "orig", exc)).lower()
+        app.logger.error("database error: %s", exc)
+        if any(m in message for m in DATABASE_MISSING):
+            return error_response(503, "The database is not set up yet. The operator should "
+                                  "run `arena db upgrade` (or `arena demo`).")
+        return error_response(503, "The database is unavailable right now. Please try again.")

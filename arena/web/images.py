@@ -1,0 +1,31 @@
+"""Presented images under per-use names (see :mod:`arena.catalog.presentation`): one size,
+one encoding, and headers that are the same for every image -- no ETag or Last-Modified
+from the file, nothing but the bytes."""
+
+from flask import Blueprint, Response, current_app, url_for
+
+from arena.catalog.presentation import presented
+
+bp = Blueprint("images", __name__)
+ONE_YEAR = 31_536_000
+
+
+@bp.get("/img/<name>/<int:size>.webp")
+def serve(name: str, size: int):
+    response = Response(presented(name, size), mimetype="image/webp")
+    # a name is made for one task and never changes meaning: cache it for as long as wanted
+    response.headers["Cache-Control"] = f"private, max-age={ONE_YEAR}, immutable"
+    return response
+
+
+def image_urls(name: str, external: bool = False, sizes=None) -> dict[int, str]:
+    """The URL of ``name`` at each of ``sizes`` (default: every presented size), smallest
+    first."""
+    sizes = sorted(sizes or current_app.config["PRESENT_SIZES"])
+    return {size: url_for("images.serve", name=name, size=size, _external=external)
+            for size in sizes}
+
+
+def image_url(name: str, size: int | None = None, external: bool = False) -> str:
+    size = size or current_app.config["PRESENT_SIZES"][0]
+    return url_for("images.serve", name=name, size=size, _external=external)

@@ -1,0 +1,54 @@
+"""What a voter may see of a task: the question, the caption for alignment, two opaque URLs.
+
+Shared by the HTML pages and the JSON API so neither can leak more than the other.
+"""
+
+from __future__ import annotations
+
+from flask import current_app
+
+from arena.catalog.presentation import task_image_name, task_sizes
+from arena.config import QUESTIONS
+from arena.models import Task
+from arena.voting.tasks import caption_of, reveal_ms
+from arena.web.images import image_urls
+
+API_TASK_FIELDS = ("task_id", "prompt", "reveal_ms", "left", "right")
+
+
+def task_view(task: Task, external: bool = False) -> dict:
+    """The task as the voter sees it. ``prompt`` is the caption of an alignment task (else
+    None); ``reveal_ms`` how long its word-by-word reveal lasts, after which the server
+    accepts the confirmation that it was read; ``needs_reading`` whether that is still due."""
+    criterion = task.session.criterion
+    caption = caption_of(task)
+    return {
+        "task_id": task.id,
+        "position": task.position + 1,
+        "total": len(task.session.tasks),
+        "criterion": criterion,
+        "question": QUESTIONS[criterion],
+        "prompt": caption,
+        "reveal_ms": reveal_ms(caption),
+        "word_ms": int(current_app.config["REVEAL_WORD_MS"]),
+        "needs_reading": caption is not None and task.read_confirmed_at is None,
+        "left": _side(task, "left", external),
+        "right": _side(task, "right", external),
+    }
+
+
+def _side(task: Task, side: str, external: bool) -> dict:
+    """One side's image: the smallest size as ``url``, every size in ``urls`` (for a
+    srcset), all under a name made for this task alone."""
+    urls = image_urls(task_image_name(task, side), external, sizes=task_sizes(task))
+    return {"url": next(iter(urls.values())),
+            "urls": {str(size): url for size, url in urls.items()},
+            "srcset": ", ".join(f"{url} {size}w" for size, url in urls.items())}
+
+
+def api_task(task: Task) -> dict:
+    view = task_view(task, external=True)
+    task = {k: view[k] for k in API_TASK_FIELDS}
+    for side in ("left", "right"):
+        task[side] = {"url": view[side]["url"], "urls": view[side]["urls"]}
+    return task

@@ -1,0 +1,180 @@
+"""Voter pages: landing with optional demographics, a session of tasks, the thank-you card.
+
+Plain forms and redirects work without JavaScript; htmx swaps the task card in place
+(``HX-Request``) and every URL renders as a full page. Every rule (whose task it is, the
+caption's read gate, one vote per task) is the voting services'; a refused request comes
+back as the card or the landing page with the reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from flask import Blueprint, current_app, redirect, render_template, request, session, url_for
+
+from arena.campaigns import panels
+from arena.config import CRITERIA
+from arena.voting import matchmaking, tasks, voters, votes
+from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
+from arena.web import limits
+from arena.web.errors import error_response, renders_errors
+from arena.web.presenters import task_view
+from arena.web.requests import is_htmx
+
+bp = Blueprint("voter", __name__)
+VALIDATION_WARNING = (
+    "That one was a check question with a clear answer. Please look carefully at both images."
+)
+
+
+def _current_voter():
+    return voters.voter_by_public_id(session.get("voter"))
+
+
+def _form_demographics() -> dict | None:
+    if not request.form.get("with_demographics"):
+        return None
+    return {k: request.form.get(k) or None for k in ("age_group", "gender", "country")}
+
+
+def _panel_done(voter=None):
+    """The completion of a panel participant who gave every answer asked for, else None."""
+    voter = voter or _current_voter()
+    standing = panels.standing(voter) if voter is not None else None
+    return standing if standing is not None and standing.done else None
+
+
+def _render_landing(exc=None, status: int = 200):
+    if isinstance(exc, matchmaking.NoTasksAvailable):
+        done = _panel_done()
+        if done is not None:
+            return render_template("voter/complete_page.html", standing=done)
+        return render_template("voter/all_done.html")
+    voter = _current_voter()
+    answers = _form_demographics() if request.method == "POST" else None
+    if answers is None:
+        answers = {k: getattr(voter, k) if voter else None
+                   for k in ("age_group", "gender", "country")}
+    wanted = request.values.get("criterion")
+    html = render_template(
+        "voter/index.html", error=str(exc) if exc else None, answers=answers,
+        age_groups=AGE_GROUPS, genders=GENDERS, continents=CONTINENTS,
+        countries=sorted(countries().values(), key=lambda c: c.name),
+        returning=voter is not None, criterion=wanted if wanted in CRITERIA else None)
+    return html, status
+
+
+@bp.get("/")
+def index():
+    return _render_landing()
+
+
+@bp.post("/start")
+@limits.per_voter("RATE_LIMIT_SESSIONS")
+@limits.per_network("RATE_LIMIT_NETWORK_SESSIONS")
+@limits.new_identity()
+@renders_errors(_render_landing)
+def start():
+    """Create or update the voter from the (optional) form answers, then issue a session
+    (of the criterion given by ``/?criterion=...`` links, else of a random one)."""
+    voter = voters.identify_by_cookie(session.get("voter"), _form_demographics())
+    session.permanent = True
+    session["voter"] = voter.public_id
+    done = _panel_done(voter)
+    if done is not None:
+        return render_template("voter/complete_page.html", standing=done)
+    voting_session = matchmaking.start_session(voter, np.random.default_rng(),
+                                               request.form.get("criterion") or None)
+    return redirect(url_for("voter.show_session", public_id=voting_session.public_id), 303)
+
+
+def _render_card(voting_session, warning: str | None = None, error: str | None = None,
+                 status: int = 200):
+    standing = panels.standing(voting_session.voter)
+    # a panel participant who gave every answer asked for gets the code, not more work
+    task = None if standing and standing.done else matchmaking.open_task(voting_session)
+    if task is not None:
+        tasks.present([task])
+    context = {"session_id": voting_session.public_id, "warning": warning, "error": error,
+               "task": task_view(task) if task else None, "standing": standing}
+    template = "voter/_card.html" if is_htmx() else "voter/session.html"
+    response = current_app.make_response((render_template(template, **context), status))
+    response.headers["Vary"] = "HX-Request"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+CARD_MESSAGES = {
+    votes.InvalidVote: "Tap the image you choose, then Continue.",
+    tasks.ReadNotConfirmed: "Please read the caption and confirm before choosing.",
+    tasks.StillRevealing: "Please read the caption to the end, then confirm.",
+}
+
+
+def _render_task_error(exc, status: int, task_id: int):
+    """A refused vote or confirmation: the card again with the reason, when the task is
+    the voter's; the error page otherwise."""
+    if isinstance(exc, tasks.TaskNotFound | tasks.NotYourTask):
+        return error_response(status, str(exc))
+    task = tasks.owned_task(_current_voter(), task_id)
+    message = next((m for kind, m in CARD_MESSAGES.items() if isinstance(exc, kind)), str(exc))
+    return _render_card(task.session, error=message, status=status)
+
+
+def _require_voter():
+    voter = _current_voter()
+    if voter is None:
+        raise tasks.NotYourTask("start a session from the home page first")
+    return voter
+
+
+@bp.get("/join/<join_key>")
+@limits.per_network("RATE_LIMIT_NEW_VOTERS")
+@renders_errors(lambda exc, status, join_key: (render_template(
+    "voter/panel_preview.html", message=str(exc)), status))
+def join(join_key: str):
+    """A panel participant arrives from the study platform with their id in the link: they
+    vote as the same voter whatever the browser, on this campaign's pairs alone."""
+    voter = panels.admit(join_key, request.args)
+    session.clear()
+    session.permanent = True
+    session["voter"] = voter.public_id
+    return redirect(url_for("voter.index"), 303)
+
+
+@bp.get("/s/<public_id>")
+def show_session(public_id: str):
+    voting_session = matchmaking.owned_session(public_id, _current_voter())
+    warning = VALIDATION_WARNING if session.pop("validation_warning", False) else None
+    return _render_card(voting_session, warning=warning)
+
+
+@bp.post("/t/<int:task_id>/read")
+@limits.per_voter("RATE_LIMIT_VOTES")
+@limits.per_network("RATE_LIMIT_NETWORK_VOTES")
+@renders_errors(_render_task_error)
+def confirm_read(task_id: int):
+    """The voter confirms having read the caption; the images become selectable."""
+    task = tasks.confirm_read(_require_voter(), task_id)
+    if is_htmx():
+        return _render_card(task.session)
+    return redirect(url_for("voter.show_session", public_id=task.session.public_id), 303)
+
+
+@bp.post("/t/<int:task_id>")
+@limits.per_voter("RATE_LIMIT_VOTES")
+@limits.per_network("RATE_LIMIT_NETWORK_VOTES")
+@renders_errors(_render_task_error)
+def vote(task_id: int):
+    try:
+        response_ms = int(request.form.get("response_ms") or 0) or None
+    except ValueError:
+        response_ms = None  # a timing is a courtesy of the page, never a reason to refuse
+    result = votes.cast_vote(_require_voter(), task_id, request.form.get("choice"),
+                             response_ms)
+    if is_htmx():
+        warning = VALIDATION_WARNING if result.validation_failed else None
+        return _render_card(matchmaking.session_by_public_id(result.session_id),
+                            warning=warning)
+    if result.validation_failed:
+        session["validation_warning"] = True
+    return redirect(url_for("voter.show_session", public_id=result.session_id), 303)

@@ -1,0 +1,18 @@
+# Sourced by start.sh and test.sh: create .venv and install the project with the given extras
+# (e.g. "test"), only when pyproject.toml changed since the last install, so later runs start
+# at once and work offline.
+ensure_venv() {
+  local extras="${1:-}" spec="." stamp
+  [ -n "$extras" ] && spec=".[$extras]"
+  if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+  fi
+  stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)-${extras:-base}"
+  if [ ! -f "$stamp" ]; then
+    echo "Installing Arena${extras:+ with [$extras]} into .venv ..."
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -e "$spec"
+    rm -f .venv/.installed-*-"${extras:-base}"
+    touch "$stamp"
+  fi
+}

@@ -1,0 +1,258 @@
+"""Attacks on the blinding, as a voter, an owner and a HYPE evaluator would try them: tell
+real from fake, or one model from another, from anything but the pixels."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+
+import numpy as np
+import pytest
+from PIL import Image as PILImage
+from sqlalchemy import select
+
+from arena.campaigns import campaigns
+from arena.catalog import ingest
+from arena.extensions import db
+from arena.hype import runs
+from arena.models import HypeTrial, Image, Prompt
+from tests.factories import make_model, make_owner, make_prompt_set
+from tests.web.helpers import api_session, bearer
+
+from .attacks import CSRF, HYPE_IMAGE, TRIAL_ID, attack, chance_ceiling, fetch
+
+ALPHA = 1e-4  # a dozen channels are tried: keep a chance pass below one in a thousand
+
+
+def textured(rng, width: int, height: int, tint) -> bytes:
+    """A photo-like image: smooth tinted gradient plus grain, as JPEG bytes."""
+    y, x = np.mgrid[0:height, 0:width]
+    base = np.stack([(x * 200 / width + tint[0]) % 255, (y * 180 / height + tint[1]) % 255,
+                     np.full_like(x, tint[2])], axis=-1)
+    pixels = (base + rng.normal(0, 6, (height, width, 3))).clip(0, 255).astype("uint8")
+    buf = io.BytesIO()
+    PILImage.fromarray(pixels).save(buf, "JPEG", quality=90)
+    return buf.getvalue()
+
+
+@pytest.fixture
+def hype_run(app, tmp_path):
+    """Reals 640x480, model A's fakes 512x512, model B's 300x400: the sizes of the audit.
+    (Presented at the small size here, to keep the test quick; the sizes are settings.)"""
+    app.config.update(HYPE_QUALIFICATION_TRIALS=40, HYPE_QUALIFICATION_PASS=0.0,
+                      HYPE_PRESENT_SIZE=384, PRESENT_SIZES=(384, 768))
+    rng = np.random.default_rng(1)
+    reals = tmp_path / "reals"
+    reals.mkdir()
+    for k in range(40):
+        (reals / f"r{k}.jpg").write_bytes(textured(rng, 640, 480, (k * 7, 20, 90)))
+    with app.app_context():
+        make_prompt_set("s", [f"prompt {k}" for k in range(10)])
+        owner, _ = make_owner()
+        prompts = db.session.scalars(select(Prompt.id)).all()
+        for name, (w, h) in (("A", (512, 512)), ("B", (300, 400))):
+            model = make_model(name, owner)
+            for k in range(20):
+                data = textured(rng, w, h, (k * 11, 120, 40 if name == "A" else 160))
+                assert ingest.ingest_image(model, prompts[k % 10], data, f"{k}.jpg").ok
+        assert runs.import_reals(reals)[0] == 40
+        runs.create_run("Audit", "infinity", ["A", "B"])
+    return reals
+
+
+def evaluate(app, evaluators: int = 5):
+    """Qualification pages walked by ``evaluators`` new evaluators, every image fetched."""
+    seen = []
+    for _ in range(evaluators):
+        client = app.test_client()
+        page = client.get("/hype/Audit").get_data(as_text=True)
+        response = client.post("/hype/Audit/start", data={"csrf_token": CSRF.search(page)[1],
+                                                          "kind": "qualification"})
+        location = response.headers["Location"]
+        for position in range(40):
+            html = client.get(location).get_data(as_text=True)
+            trial_id = int(TRIAL_ID.search(html)[1])
+            with app.app_context():
+                truth = "real" if db.session.get(HypeTrial, trial_id).is_real else "fake"
+            seen.append(fetch(client, HYPE_IMAGE.search(html)[1], truth, position))
+            client.post(location + "/answer", data={"csrf_token": CSRF.search(html)[1],
+                                                    "trial_id": trial_id, "judged": "real"})
+    return seen
+
+
+def test_an_evaluator_cannot_tell_real_from_fake_without_looking(app, hype_run):
+    seen = evaluate(app, evaluators=4)
+    # one size, one byte length, the same headers: nothing to classify on
+    assert {(s.width, s.height) for s in seen} == {(384, 384)}
+    assert len({s.length for s in seen}) == 1
+    assert len({tuple(sorted((k, v) for k, v in s.headers.items() if k != "date"))
+                for s in seen}) == 1
+    results = attack(seen, np.random.default_rng(0))
+    ceiling = chance_ceiling(len(seen) // 2, ALPHA)
+    assert all(acc < ceiling for acc in results.values()), (results, ceiling)
+    # the audit's rule, "not the fakes' size => real", now finds nothing to go on, nor does
+    # reading the true length from the file's own header (the padding is inside the image
+    # data, and every size field says the padded length)
+    assert results["width"] < ceiling and results["byte length"] < ceiling
+    assert results["riff size"] < ceiling and results["chunk VP8 size"] < ceiling
+    assert results["trailing zeros"] < ceiling
+    # The audit computed 60 of 60 reals' URLs offline from the files (the storage hash of a
+    # deterministic re-encode). No served name contains a storage hash or a file's hash,
+    # and an image shown to two evaluators has two names.
+    with app.app_context():
+        hashes = set(db.session.scalars(select(Image.sha256)))
+    offline = {hashlib.sha256(p.read_bytes()).hexdigest() for p in hype_run.iterdir()}
+    for s in seen:
+        assert not any(h[:16] in s.url for h in hashes | offline)
+    assert len({s.url for s in seen}) == len(seen)
+
+
+def test_a_voter_cannot_tell_one_model_from_another_without_looking(app):
+    """Two owners' models upload at 384x384 and 288x384; voters see squares of one size,
+    under names made for each task, in a random left/right order."""
+    app.config.update(VALIDATION_RATE=0.0, PRESENT_SIZES=(384, 768))
+    rng = np.random.default_rng(2)
+    with app.app_context():
+        make_prompt_set("s", [f"prompt {k}" for k in range(8)])
+        prompts = db.session.scalars(select(Prompt.id)).all()
+        for name, (w, h) in (("Square", (384, 384)), ("Tall", (288, 384))):
+            owner, _ = make_owner(f"owner {name}")
+            model = make_model(name, owner)
+            for k in range(16):
+                data = textured(rng, w, h, (k * 13, 60, 100))
+                assert ingest.ingest_image(model, prompts[k % 8], data, f"{k}.jpg").ok
+        campaigns.publish(campaigns.create_campaign("Blind", "s", ["Square", "Tall"],
+                                                    images_per_model=2))
+    seen = []
+    client = app.test_client()
+    for _ in range(30):
+        body = api_session(client, {"criterion": "preference"}).json
+        for task in body["tasks"]:
+            with app.app_context():
+                from arena.models import Task
+
+                row = db.session.get(Task, task["task_id"])
+                truth = {"left": row.left_image.model.name, "right": row.right_image.model.name}
+            for k, side in enumerate(("left", "right")):
+                seen.append(fetch(client, task[side]["url"], truth[side], k))
+    assert {(s.width, s.height) for s in seen} == {(384, 384)}
+    results = attack(seen, np.random.default_rng(0))
+    ceiling = chance_ceiling(len(seen) // 2, ALPHA)
+    # the arena pads nothing: a file's length (and the sizes its header declares) follows
+    # its content, as README "Measured" reports; everything else is chance
+    lengths = {"byte length", "riff size", "chunk VP8 size"}
+    blind = {k: v for k, v in results.items() if k not in lengths}
+    assert all(acc < ceiling for acc in blind.values()), (blind, ceiling)
+
+
+def test_names_cannot_be_forged_or_borrowed(client, web_campaign, app):
+    body = api_session(client, {"criterion": "coherence"}).json
+    url = body["tasks"][0]["left"]["url"].replace("http://localhost", "")
+    assert client.get(url).status_code == 200
+    name = re.search(r"/img/([^/]+)/", url)[1]
+    task_id = body["tasks"][0]["task_id"]
+    other_task = url.replace(f"t{task_id}l", f"t{task_id + 1}l")  # someone else's task
+    flipped = url.replace(name[-4:], "AAAA" if name[-4:] != "AAAA" else "BBBB")
+    small = app.config["PRESENT_SIZES"][0]
+    for forged in (other_task, flipped, url.replace(f"/{small}.webp", "/100.webp"),
+                   url.replace(f"/{small}.webp", "/full.webp")):
+        assert client.get(forged).status_code == 404, forged
+    # and the old native-resolution route is gone
+    with app.app_context():
+        sha = db.session.scalar(select(Image.sha256))
+    for variant in ("full", "phone"):
+        assert client.get(f"/img/{sha}/{variant}.webp").status_code == 404
+
+
+def test_an_owner_cannot_find_their_images_among_the_tasks(app):
+    """An owner who votes compares what the upload API told them with the task URLs."""
+    app.config["VALIDATION_RATE"] = 0.0
+    with app.app_context():
+        make_prompt_set("s", ["a red cube", "a blue ball"])
+        owner, token = make_owner("acme")
+        make_model("Rival", make_owner("rival")[0])
+        make_model("Acme-1", owner)
+    client = app.test_client()
+    told = []
+    rng = np.random.default_rng(3)
+    with app.app_context():
+        prompts = db.session.scalars(select(Prompt.id)).all()
+    for model, auth in (("Acme-1", bearer(token)), ("Rival", None)):
+        for k in range(4):
+            data = textured(rng, 64, 64, (k * 50, 10, 200))
+            if auth is None:
+                with app.app_context():
+                    from arena.catalog.registry import get_model
+
+                    ingest.ingest_image(get_model(model), prompts[k % 2], data, f"{k}.jpg")
+                continue
+            response = client.post(f"/api/v1/models/{model}/images", headers=auth,
+                                   data={"prompt_id": str(prompts[k % 2]),
+                                         "image": (io.BytesIO(data), f"{k}.jpg")},
+                                   content_type="multipart/form-data")
+            assert response.status_code == 201
+            told.append(response.json)
+    with app.app_context():
+        campaigns.publish(campaigns.create_campaign("Live", "s", ["Acme-1", "Rival"],
+                                                    images_per_model=4))
+    told_values = {str(v) for body in told for k, v in body.items()
+                   if k not in ("ok", "duplicate", "held", "reason")}
+    assert not any(re.fullmatch(r"[0-9a-f]{64}", v) for v in told_values)  # no hashes
+    urls = []
+    for _ in range(6):
+        body = api_session(client, {"criterion": "preference"}).json
+        urls += [t[side]["url"] for t in body["tasks"] for side in ("left", "right")]
+    assert urls
+    for url in urls:
+        name = re.search(r"/img/([^/]+)/", url)[1]
+        assert not any(v in name for v in told_values if len(v) > 2)
+
+
+def test_the_attack_finds_a_leak_when_there_is_one():
+    """The detector itself: the audit's leak (fakes at one size, reals at others) is found
+    at once; coin flips are not."""
+    from .attacks import Seen
+
+    rng = np.random.default_rng(5)
+    leaky, clean = [], []
+    for k in range(200):
+        real = bool(rng.random() < 0.5)
+        size = (640, 480) if real else (384, 384)
+        leaky.append(Seen(f"/img/x{k}", "real" if real else "fake", k, {}, *size, 1000))
+        clean.append(Seen(f"/img/x{k}", "real" if real else "fake", k, {}, 384, 384,
+                          int(rng.integers(900, 1100))))
+    ceiling = chance_ceiling(100, ALPHA)
+    assert attack(leaky, rng)["width"] == 1.0
+    assert max(attack(clean, rng).values()) < ceiling
+
+
+def test_a_low_resolution_model_is_not_upscaled_beside_a_sharp_one(app):
+    """The audit compared the byte lengths of an image's two sizes: a model uploading small
+    images was upscaled for the large size and compressed differently (ratio 1.5-1.9 against
+    3.6-4.1), on every fetch. A task now offers both its images at the sizes the smaller one
+    reaches, and nothing larger."""
+    app.config["VALIDATION_RATE"] = 0.0
+    small, large = app.config["PRESENT_SIZES"]
+    rng = np.random.default_rng(4)
+    with app.app_context():
+        make_prompt_set("s", [f"prompt {k}" for k in range(4)])
+        prompts = db.session.scalars(select(Prompt.id)).all()
+        for name, side in (("Sharp", 2 * large), ("Soft", (small + large) // 2)):
+            model = make_model(name, make_owner(f"owner {name}")[0])
+            for k in range(8):
+                data = textured(rng, side, side, (k * 13, 60, 100))
+                assert ingest.ingest_image(model, prompts[k % 4], data, f"{k}.jpg").ok
+        campaigns.publish(campaigns.create_campaign("Res", "s", ["Sharp", "Soft"],
+                                                    images_per_model=2))
+    client = app.test_client()
+    offered = set()
+    for _ in range(8):
+        for task in api_session(client, {"criterion": "preference"}).json["tasks"]:
+            left, right = (set(task[s]["urls"]) for s in ("left", "right"))
+            assert left == right  # one set of sizes per task, for both sides
+            offered.add(frozenset(left))
+            if str(large) not in left:  # a task with the soft model: no upscaled variant
+                url = task["left"]["url"].replace(f"/{small}.webp", f"/{large}.webp")
+                assert client.get(url.replace("http://localhost", "")).status_code == 404
+    assert offered == {frozenset({str(small)})}  # every pair has the soft model in it

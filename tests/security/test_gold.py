@@ -1,0 +1,187 @@
+"""Attacks on the gold pairs: wait them out, spot them by how often they come, or by a
+missing caption."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+
+import numpy as np
+import pytest
+from flask import current_app
+from PIL import Image as PILImage
+from sqlalchemy import func, select
+
+from arena.campaigns import campaigns, gold
+from arena.catalog import images, ingest
+from arena.errors import Invalid
+from arena.extensions import db
+from arena.models import Comparison, Image, Prompt, Task
+from arena.voting import matchmaking
+from tests.datasets import IMAGES
+from tests.factories import answer, make_model, make_owner, make_prompt_set, new_voter
+from tests.web.helpers import api_session, bearer
+
+
+def photo(rng, k: int) -> bytes:
+    pixels = rng.integers(0, 255, (48, 48, 3)).astype("uint8")
+    pixels[:, :, k % 3] = 200
+    buf = io.BytesIO()
+    PILImage.fromarray(pixels).save(buf, "PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture
+def live(ctx):
+    """A published campaign of three models, 6 prompts, 2 images each (72 pairs per
+    criterion), through the real upload and publishing paths."""
+    rng = np.random.default_rng(0)
+    make_prompt_set("s", [f"a scene number {k}" for k in range(6)])
+    owner, _ = make_owner()
+    prompt_ids = db.session.scalars(select(Prompt.id)).all()
+    for name in ("A", "B", "C"):
+        model = make_model(name, owner)
+        for k in range(12):
+            assert ingest.ingest_image(model, prompt_ids[k % 6], photo(rng, k), f"{k}.png").ok
+    campaign = campaigns.create_campaign("Live", "s", ["A", "B", "C"], images_per_model=2)
+    campaigns.publish(campaign, np.random.default_rng(1))
+    return campaign
+
+
+def test_validation_never_runs_out(live, ctx):
+    """With four gold pairs per criterion a voter met at most twelve checks and was never
+    checked again. Now a voter who keeps going meets a gold pair in every session that
+    should carry one, for as long as there is anything to vote on."""
+    ctx.config["VALIDATION_RATE"] = 1.0
+    voter = new_voter()
+    rng = np.random.default_rng(2)
+    met = []
+    for _ in range(30):  # 30 sessions of one criterion: far beyond the initial supply
+        session = matchmaking.start_session(voter, rng, "coherence")
+        met.append(sum(t.comparison.is_validation for t in session.tasks))
+        for task in session.tasks:
+            answer(voter, task, "left")
+    assert met == [1] * 30
+    kinds = Counter(c.gold_kind for c in db.session.scalars(
+        select(Comparison).where(Comparison.is_validation, Comparison.criterion == "coherence")))
+    assert kinds["damaged"] >= 30
+
+
+def test_gold_is_served_no_more_than_ordinary_pairs(live, ctx):
+    """The audit saw the top 3 of 96 fresh sessions' pairs all be gold. Now gold is picked
+    by the same least-served rule, and made anew when the supply would be over-served."""
+    ctx.config["VALIDATION_RATE"] = 0.5
+    rng = np.random.default_rng(3)
+    for _ in range(96):
+        voter = new_voter()
+        session = matchmaking.start_session(voter, rng, "preference")
+        for task in session.tasks:
+            answer(voter, task, "left")
+    served = Counter(db.session.scalars(select(Task.comparison_id)))
+    is_gold = dict(db.session.execute(select(Comparison.id, Comparison.is_validation)).all())
+    most_gold = max(n for c, n in served.items() if is_gold[c])
+    most_regular = max(n for c, n in served.items() if not is_gold[c])
+    assert most_gold <= most_regular
+    top3 = [c for c, _ in served.most_common(3)]
+    assert not all(is_gold[c] for c in top3)
+
+
+def test_swapped_and_damaged_pairs_have_a_clear_answer(live):
+    pairs = db.session.scalars(select(Comparison).where(Comparison.is_validation)).all()
+    swapped = [c for c in pairs if c.gold_kind == "swapped"]
+    damaged = [c for c in pairs if c.gold_kind == "damaged"]
+    assert swapped and damaged
+    for c in swapped:  # the caption's own image against one made for another caption
+        right, wrong = db.session.get(Image, c.correct_image_id), db.session.get(
+            Image, c.image_b_id if c.correct_image_id == c.image_a_id else c.image_a_id)
+        assert c.criterion == "alignment" and c.prompt_id == right.prompt_id
+        assert wrong.prompt_id != c.prompt_id and wrong.model_id is not None
+    for c in damaged:  # the intact image against a damaged copy of itself
+        right = db.session.get(Image, c.correct_image_id)
+        copy = db.session.get(Image, c.image_b_id if right.id == c.image_a_id else c.image_a_id)
+        assert copy.source_id == right.id and copy.model_id is None
+        small = current_app.config["PRESENT_SIZES"][0]
+        a = np.asarray(PILImage.open(io.BytesIO(images.presented_bytes(right, small))), float)
+        b = np.asarray(PILImage.open(io.BytesIO(images.presented_bytes(copy, small))), float)
+        assert np.abs(a - b).mean() > 15  # visibly different, same size
+    assert all(c.target_votes == live.target_votes for c in pairs)
+
+
+def test_alignment_gold_always_shows_a_caption(live, app, client):
+    """An alignment gold pair without a prompt was served with "prompt": null."""
+    app.config["VALIDATION_RATE"] = 1.0
+    with pytest.raises(Invalid, match="needs the prompt"):
+        campaigns.add_gold_pair(live, "alignment", (IMAGES / "ok.png").read_bytes(),
+                                (IMAGES / "ok.jpg").read_bytes())
+    for _ in range(10):
+        body = api_session(client, {"criterion": "alignment"}).json
+        assert all(t["prompt"] for t in body["tasks"])
+
+
+def test_no_supply_without_images(ctx):
+    make_prompt_set("empty", ["nothing"])
+    a, b = make_model("X"), make_model("Y")
+    campaign = campaigns.create_campaign("Empty", "empty", [a.name, b.name])
+    campaigns.publish(campaign)
+    assert gold.make_pair(campaign, "coherence", np.random.default_rng(0)) is None
+    assert db.session.scalar(select(func.count()).select_from(Comparison)) == 0
+
+
+def _gold_count() -> int:
+    db.session.rollback()  # a fresh read, not this context's snapshot
+    return db.session.scalar(select(func.count()).select_from(Comparison).where(
+        Comparison.is_validation))
+
+
+def test_gold_is_made_after_the_response_and_only_for_answers(live, app):
+    """The audit timed session creation (50 ms when a damaged pair was made inside it, 10 ms
+    otherwise) and first image fetches (77 ms for a fresh copy, 1 ms otherwise), and grew the
+    gold pool by opening sessions it never answered (80 sessions, 22 new images). Now a new
+    pair is made only after a voter answers a gold pair, once the response has gone, and its
+    images are rendered when stored."""
+    app.config["VALIDATION_RATE"] = 1.0
+    client = app.test_client()
+    first = client.post("/api/v1/sessions", json={"criterion": "coherence"}).json
+    token = first["voter_token"]
+    before = _gold_count()
+    for _ in range(20):  # sessions opened and never answered make nothing
+        response = client.post("/api/v1/sessions", json={"criterion": "coherence"},
+                               headers=bearer(token), buffered=False)
+        assert response.status_code == 201
+        response.close()
+    assert _gold_count() == before
+    made = 0
+    body = first
+    for _ in range(10):  # a voter who answers: never inside the response, only after it
+        for task in body["tasks"]:
+            vote = client.post(f"/api/v1/tasks/{task['task_id']}/vote", json={"choice": "left"},
+                               headers=bearer(token), buffered=False)
+            during = _gold_count()
+            vote.close()  # the response has gone: deferred work runs now
+            after = _gold_count()
+            assert during == before + made
+            made = after - before
+        body = client.post("/api/v1/sessions", json={"criterion": "coherence"},
+                           headers=bearer(token)).json
+    assert made > 0
+    storage_sizes = current_app.config["PRESENT_SIZES"]
+    fresh = db.session.scalars(select(Image).where(Image.source_id.is_not(None))).all()
+    from arena.infra.storage import get_storage
+
+    assert all(get_storage().exists(images.presented_name(i.sha256, s))
+               for i in fresh for s in storage_sizes)  # a first view is no slower
+
+
+def test_damaged_copies_stop_at_their_cap(live, ctx):
+    ctx.config.update(VALIDATION_RATE=1.0, GOLD_MAX_DAMAGED=10)
+    voter = new_voter()
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        try:
+            session = matchmaking.start_session(voter, rng, "preference")
+        except matchmaking.NoTasksAvailable:
+            break
+        for task in session.tasks:
+            answer(voter, task, "left")
+    assert db.session.scalar(select(func.count()).select_from(Comparison).where(
+        Comparison.criterion == "preference", Comparison.gold_kind == "damaged")) == 10

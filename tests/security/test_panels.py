@@ -1,0 +1,166 @@
+"""A campaign run on a paid panel: only its participants vote on it, each participant is one
+identity whatever the browser, and they leave with the completion code."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from sqlalchemy import func, select
+
+from arena.campaigns import campaigns, panels
+from arena.catalog import ingest
+from arena.extensions import db
+from arena.models import Comparison, Prompt, Task, Voter
+from tests.factories import make_model, make_owner, make_prompt_set
+from tests.web.helpers import api_session, confirm_read_if_asked, csrf_token, task_id
+
+
+def png(rng) -> bytes:
+    import io
+
+    from PIL import Image as PILImage
+
+    buf = io.BytesIO()
+    PILImage.fromarray(rng.integers(0, 255, (24, 24, 3)).astype("uint8")).save(buf, "PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture
+def two_campaigns(app):
+    """An open campaign and one run on a panel, on different models and prompts."""
+    app.config.update(VALIDATION_RATE=0.0, REVEAL_WORD_MS=0)
+    rng = np.random.default_rng(0)
+    with app.app_context():
+        make_prompt_set("open-set", ["an open prompt", "another open prompt"])
+        make_prompt_set("panel-set", ["a panel prompt", "another panel prompt"])
+        owner, _ = make_owner()
+        for set_name, models in (("open-set", ("O1", "O2")), ("panel-set", ("P1", "P2"))):
+            prompts = db.session.scalars(select(Prompt.id).join(Prompt.prompt_set).where(
+                Prompt.prompt_set.has(name=set_name))).all()
+            for name in models:
+                model = make_model(name, owner)
+                for k in range(4):
+                    assert ingest.ingest_image(model, prompts[k % 2], png(rng), f"{k}.png").ok
+        campaigns.publish(campaigns.create_campaign("Open", "open-set", ["O1", "O2"]))
+        study = campaigns.create_campaign("Study", "panel-set", ["P1", "P2"])
+        campaigns.publish(study)
+        key = panels.open_panel(study, "C0DE42", tasks=4,
+                                return_url="https://app.prolific.com/submissions/complete"
+                                           "?cc={code}")
+        return key, study.id
+
+
+def join(app, key, pid="5f00c0ffee", **extra):
+    client = app.test_client()
+    query = {"PROLIFIC_PID": pid, "STUDY_ID": "s1", "SESSION_ID": "x9", **extra}
+    return client, client.get(f"/join/{key}", query_string=query)
+
+
+def vote_through(client, n: int) -> str:
+    """Answer ``n`` tasks as a participant on the voter pages; returns the last page."""
+    html = client.get("/").get_data(as_text=True)
+    location = client.post("/start", data={"csrf_token": csrf_token(html)}).headers["Location"]
+    html = client.get(location).get_data(as_text=True)
+    for _ in range(n):
+        if task_id(html) is None:
+            html = client.post("/start", data={"csrf_token": csrf_token(html)})
+            if html.status_code == 303:
+                html = client.get(html.headers["Location"])
+            html = html.get_data(as_text=True)
+            if task_id(html) is None:
+                return html
+        html = confirm_read_if_asked(client, html)
+        response = client.post(f"/t/{task_id(html)}", data={"csrf_token": csrf_token(html),
+                                                            "choice": "left"})
+        html = client.get(response.headers["Location"]).get_data(as_text=True)
+    return html
+
+
+def test_participants_vote_on_their_study_alone_and_get_the_code(app, two_campaigns):
+    key, study_id = two_campaigns
+    client, landing = join(app, key)
+    assert landing.status_code == 303
+    html = vote_through(client, 4)
+    assert "C0DE42" in html and "you are done" in html.lower()
+    assert "https://app.prolific.com/submissions/complete?cc=C0DE42" in html
+    with app.app_context():
+        voter = db.session.scalar(select(Voter).where(Voter.pool == study_id))
+        served = db.session.scalars(select(Comparison.campaign_id).join(
+            Task, Task.comparison_id == Comparison.id).where(Task.voter_id == voter.id))
+        assert set(served) == {study_id}
+        # the participant id is kept only as a keyed hash
+        assert voter.panel_key and "5f00c0ffee" not in voter.panel_key
+        for table in db.metadata.sorted_tables:
+            for row in db.session.execute(table.select()):
+                assert "5f00c0ffee" not in " ".join(map(str, row))
+    # starting again after the code shows the code, not more work
+    html = client.get("/").get_data(as_text=True)
+    again = client.post("/start", data={"csrf_token": csrf_token(html)})
+    assert "C0DE42" in again.get_data(as_text=True)
+
+
+def test_the_open_crowd_never_gets_the_studys_pairs(app, two_campaigns):
+    _, study_id = two_campaigns
+    client = app.test_client()
+    for _ in range(6):
+        body = api_session(client).json
+        with app.app_context():
+            ids = [t["task_id"] for t in body["tasks"]]
+            pools = db.session.scalars(select(Comparison.campaign_id).join(
+                Task, Task.comparison_id == Comparison.id).where(Task.id.in_(ids)))
+            assert study_id not in set(pools)
+
+
+def test_one_participant_is_one_identity_whatever_the_browser(app, two_campaigns):
+    """Clearing cookies or switching phones gives no second identity, no second code."""
+    key, study_id = two_campaigns
+    first, _ = join(app, key)
+    vote_through(first, 2)
+    second, _ = join(app, key)  # the same PROLIFIC_PID in a fresh browser
+    vote_through(second, 2)
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Voter).where(
+            Voter.pool == study_id)) == 1
+        assert db.session.scalar(select(func.count()).select_from(Task).where(
+            Task.answered_at.is_not(None))) == 4
+    join(app, key, pid="another-person")
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Voter).where(
+            Voter.pool == study_id)) == 2
+
+
+@pytest.mark.parametrize("query,status,message", [
+    ({"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "h"}, 409, "Accept the task"),
+    ({"STUDY_ID": "s1"}, 400, "participant id"),
+    ({"PROLIFIC_PID": "<script>"}, 400, "not valid"),
+])
+def test_links_without_a_participant_admit_nobody(app, two_campaigns, query, status,
+                                                  message):
+    key, _ = two_campaigns
+    response = app.test_client().get(f"/join/{key}", query_string=query)
+    assert response.status_code == status and message in response.get_data(as_text=True)
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Voter)) == 0
+
+
+def test_a_wrong_or_closed_link_is_not_found(app, two_campaigns, runner):
+    key, _ = two_campaigns
+    assert app.test_client().get("/join/not-the-key?PROLIFIC_PID=a").status_code == 404
+    assert runner.invoke(args=["campaign", "panel", "Study", "--close"]).exit_code == 0
+    assert app.test_client().get(f"/join/{key}?PROLIFIC_PID=a").status_code == 404
+
+
+def test_the_operator_opens_a_panel_from_the_command_line(app, two_campaigns, runner):
+    result = runner.invoke(args=["campaign", "panel", "Open", "--platform", "mturk",
+                                 "--code", "XYZ", "--tasks", "10",
+                                 "--base-url", "https://arena.example"])
+    assert result.exit_code == 0, result.output
+    link = result.output.strip().splitlines()[-1]
+    assert re.fullmatch(r"https://arena\.example/join/[A-Za-z0-9_-]+", link)
+    prolific = runner.invoke(args=["campaign", "panel", "Open", "--code", "XYZ",
+                                   "--base-url", "https://arena.example"])
+    assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in prolific.output
+    bad = runner.invoke(args=["campaign", "panel", "Open", "--code", ""])
+    assert bad.exit_code == 1 and "completion code" in bad.output

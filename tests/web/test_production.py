@@ -1,0 +1,149 @@
+"""Production defaults: real servers started the way the README says, a reverse proxy's
+headers trusted only when configured, and no serving with secrets that exist in one process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from arena import EphemeralSecretError, wsgi_app
+from tests.factories import make_campaign
+
+ROOT = Path(__file__).resolve().parents[2]
+ARENA = shutil.which("arena", path=str(Path(sys.executable).parent)) or "arena"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _server_env(instance: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
+    env["ARENA_INSTANCE_PATH"] = str(instance)
+    return env
+
+
+def _wait_healthy(port: int, process: subprocess.Popen, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited: {process.stdout.read()}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health",
+                                        timeout=2) as response:
+                return {"status": response.status, "body": response.read().decode()}
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("server did not become healthy")
+
+
+def _stop(process: subprocess.Popen) -> str:
+    process.terminate()
+    try:
+        out, _ = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate()
+    return out
+
+
+def test_serving_refuses_secrets_that_live_in_one_process(tmp_path, monkeypatch):
+    for key in ("ARENA_SECRET_KEY", "ARENA_PSEUDONYM_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("ARENA_INSTANCE_PATH", str(tmp_path / "fresh"))
+    with pytest.raises(EphemeralSecretError, match=r"SECRET_KEY and PSEUDONYM_KEY.*arena serve"):
+        wsgi_app()
+    monkeypatch.setenv("ARENA_SECRET_KEY", "k1")
+    monkeypatch.setenv("ARENA_PSEUDONYM_KEY", "k2")
+    app = wsgi_app()
+    assert app.config["SECRET_KEY"] == "k1" and app.config["PSEUDONYM_KEY"] == "k2"
+
+
+def test_arena_serve_writes_keys_then_gunicorn_shares_them(tmp_path):
+    """`arena serve` on a fresh instance persists both keys (0600) and serves; a plain
+    `gunicorn wsgi:app` on that instance then starts too, while on an instance without keys
+    it refuses with the reason instead of giving each worker its own key."""
+    instance = tmp_path / "instance"
+    port = _free_port()
+    serve = subprocess.Popen([ARENA, "serve", "--port", str(port), "--threads", "2"],
+                             env=_server_env(instance), cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        assert _wait_healthy(port, serve) == {"status": 200, "body": '{"status":"ok"}\n'}
+    finally:
+        log = _stop(serve)
+    assert "Wrote a new SECRET_KEY" in log and "Wrote a new PSEUDONYM_KEY" in log
+    config = instance / "config.py"
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert "SECRET_KEY =" in config.read_text() and "PSEUDONYM_KEY =" in config.read_text()
+
+    gunicorn = [sys.executable, "-m", "gunicorn", "--workers", "2", "wsgi:app"]
+    port = _free_port()
+    shared = subprocess.Popen([*gunicorn, "--bind", f"127.0.0.1:{port}"],
+                              env=_server_env(instance), cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        assert _wait_healthy(port, shared)["status"] == 200
+    finally:
+        _stop(shared)
+
+    refused = subprocess.run([*gunicorn, "--bind", f"127.0.0.1:{_free_port()}"],
+                             env=_server_env(tmp_path / "no-keys"), cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0
+    assert "will not serve without a persistent SECRET_KEY" in refused.stdout + refused.stderr
+
+
+def _sessions(client, forwarded_for: str | None, proto: str | None = None):
+    headers = {}
+    if forwarded_for:
+        headers["X-Forwarded-For"] = forwarded_for
+    if proto:
+        headers["X-Forwarded-Proto"] = proto
+    return client.post("/api/v1/sessions", headers=headers)
+
+
+def test_behind_a_trusted_proxy_each_client_has_its_own_limit(make_app):
+    app = make_app(TRUSTED_PROXIES=1, RATELIMIT_ENABLED=True, RATE_LIMIT_SESSIONS="2/minute")
+    with app.app_context():
+        make_campaign()
+    client = app.test_client()
+    codes = {ip: [_sessions(client, ip).status_code for _ in range(3)]
+             for ip in ("203.0.113.1", "198.51.100.7")}
+    assert codes == {"203.0.113.1": [201, 201, 429], "198.51.100.7": [201, 201, 429]}
+    # the proxy said the client came over HTTPS: links the API hands out say so too
+    url = _sessions(client, "192.0.2.3", "https").json["tasks"][0]["left"]["url"]
+    assert url.startswith("https://")
+
+
+def test_without_trusted_proxies_forwarded_headers_are_ignored(make_app):
+    """Anyone can send X-Forwarded-For: unless a proxy is configured it must not pick the
+    rate-limit key, or a client could rotate it to escape the limit."""
+    app = make_app(RATELIMIT_ENABLED=True, RATE_LIMIT_SESSIONS="2/minute")
+    with app.app_context():
+        make_campaign()
+    client = app.test_client()
+    codes = [_sessions(client, f"203.0.113.{k}", "https").status_code for k in range(3)]
+    assert codes == [201, 201, 429]
+
+
+def test_serve_refuses_several_workers_that_would_each_count_limits(tmp_path):
+    """The audit got 60 new identities of the documented 30 from one network: `arena serve`
+    ran two workers, each with its own in-memory counters. Several workers now need shared
+    storage."""
+    refused = subprocess.run([ARENA, "serve", "--port", str(_free_port()), "--workers", "2"],
+                             env=_server_env(tmp_path / "instance"), cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0
+    assert "RATELIMIT_STORAGE_URI=redis://" in refused.stderr
