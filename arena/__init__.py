@@ -44,6 +44,7 @@ def create_app(config: dict | None = None) -> Flask:
     configure_errorhandlers(app)
     configure_events()
     configure_cli(app)
+    configure_server_timing(app)
     return app
 
 
@@ -173,6 +174,12 @@ def configure_security_headers(app: Flask) -> None:
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
         return response
+
+
+def configure_server_timing(app: Flask) -> None:
+    from arena.web import server_timing
+
+    server_timing.install(app)
 
 
 def configure_errorhandlers(app: Flask) -> None:

@@ -98,6 +98,9 @@ class Defaults:
     RATE_LIMIT_NETWORK_VOTES = "6000/hour"
     RATE_LIMIT_NEW_VOTERS = "30/hour"  # new identities per network, on every route
     RATE_LIMIT_UPLOADS = "5000/hour"
+    # Server-Timing headers (the app's time and SQL statement count per request), for
+    # benchmarks/ingest.py and for profiling a deployment; off by default.
+    SERVER_TIMING = False
 
     # Rankings. A margin category (a continent, an age group) with fewer voters or votes than
     # these is not reweighted by post-stratification; it keeps its sample share and is flagged.

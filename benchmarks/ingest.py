@@ -1,0 +1,248 @@
+"""The vote path under load, against the hardware's ceiling, in one run.
+
+    .venv/bin/pip install -e ".[bench]"          # locust
+    .venv/bin/python benchmarks/ingest.py [--postgres URL] [--users 16] [--seconds 30]
+                                          [--workers 1] [--threads 4] [--html]
+
+For each database (SQLite, and PostgreSQL when ``--postgres`` names an empty database): a
+fresh instance with the demo campaign is served by ``arena serve`` (rate limits and the
+vote-time floor off, so the load is not refused; ``SERVER_TIMING`` on, so every response
+says how long the app worked and how many SQL statements it ran); beside it, with the same
+worker and thread counts and the same database, a bare Flask app that INSERTs one
+vote-shaped row per request (benchmarks/ceiling.py). Locust drives both with ``--users``
+phone voters through the JSON API, without think time: a session, then its three votes
+(alignment captions confirmed first). It prints requests/s, the app's own p50/p99 per
+endpoint and its SQL statements per request, failures, and votes/s as a share of the
+ceiling's inserts/s. ``--html`` drives the htmx voter pages instead of the API.
+"""
+
+from __future__ import annotations
+
+# locust patches the standard library with gevent: it has to come first
+from gevent import monkey  # isort: skip
+
+monkey.patch_all()
+
+import argparse  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import urllib.request  # noqa: E402
+from collections import defaultdict  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import gevent  # noqa: E402
+import numpy as np  # noqa: E402
+from locust import HttpUser, events, task  # noqa: E402
+from locust.env import Environment  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+CARD = re.compile(r'hx-post="(/t/(\d+))"')
+TIMING = re.compile(r"app;dur=([\d.]+), sql;desc=\"statements\";dur=(\d+)")
+
+server_ms: dict[str, list[float]] = defaultdict(list)
+statements: dict[str, list[int]] = defaultdict(list)
+
+
+@events.request.add_listener
+def _record(name, response=None, exception=None, **_):
+    if exception is None and response is not None:
+        match = TIMING.search(response.headers.get("Server-Timing", ""))
+        if match:
+            server_ms[name].append(float(match[1]))
+            statements[name].append(int(match[2]))
+
+
+class ApiVoter(HttpUser):
+    """A phone app: one identity, then sessions of three votes back to back."""
+
+    def on_start(self):
+        self.token = None
+
+    @task
+    def session_and_votes(self):
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        with self.client.post("/api/v1/sessions", json={}, headers=headers,
+                              name="session", catch_response=True) as response:
+            if response.status_code != 201:
+                response.failure(f"{response.status_code} {response.text[:80]}")
+                return
+            body = response.json()
+        self.token = self.token or body["voter_token"]
+        headers = {"Authorization": f"Bearer {self.token}"}
+        for item in body["tasks"]:
+            if item["prompt"] is not None:  # alignment: the caption is confirmed first
+                self.client.post(f"/api/v1/tasks/{item['task_id']}/read", headers=headers,
+                                 name="read")
+            self.client.post(f"/api/v1/tasks/{item['task_id']}/vote", headers=headers,
+                             json={"choice": "left", "response_ms": 1500}, name="vote")
+
+
+class HtmlVoter(HttpUser):
+    """A browser with htmx: the start form, then each card posted and swapped."""
+
+    @task
+    def session_and_votes(self):
+        landing = self.client.get("/", name="landing").text
+        start = self.client.post("/start", data={"csrf_token": CSRF.search(landing)[1]},
+                                 name="start", allow_redirects=True)
+        html = start.text
+        for _ in range(3):
+            card = CARD.search(html)
+            token = CSRF.search(html)
+            if card is None or token is None:
+                return
+            if "confirm-read" in html:
+                html = self.client.post(f"{card[1]}/read", data={"csrf_token": token[1]},
+                                        headers={"HX-Request": "true"}, name="read").text
+                token = CSRF.search(html) or token
+            html = self.client.post(card[1], data={"csrf_token": token[1], "choice": "left",
+                                                   "response_ms": "1500"},
+                                    headers={"HX-Request": "true"}, name="vote").text
+
+
+class CeilingUser(HttpUser):
+    @task
+    def insert(self):
+        self.client.post("/vote", json={"choice": "left", "response_ms": 1500}, name="insert")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_up(url: str, process: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{url} exited: {process.stdout.read()[-2000:]}")
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except Exception:
+            time.sleep(0.3)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def drive(user, host: str, users: int, seconds: float) -> dict:
+    """Run ``users`` of ``user`` against ``host`` for ``seconds``; per endpoint: requests/s,
+    failures, and the app's own p50/p99 (ms) and median statements per request."""
+    server_ms.clear()
+    statements.clear()
+    env = Environment(user_classes=[user], host=host, events=events)
+    runner = env.create_local_runner()
+    runner.start(users, spawn_rate=users)
+    gevent.sleep(2)  # warm up: connections, caches
+    env.stats.reset_all()
+    server_ms.clear()
+    statements.clear()
+    gevent.sleep(seconds)
+    runner.quit()
+    out = {}
+    for error in env.stats.errors.values():
+        print(f"  failure x{error.occurrences} {error.name}: {str(error.error)[:160]}")
+    for (name, _method), entry in env.stats.entries.items():
+        times = server_ms.get(name, [])
+        out[name] = {
+            "rps": entry.num_requests / seconds, "failures": entry.num_failures,
+            "p50": float(np.percentile(times, 50)) if times else None,
+            "p99": float(np.percentile(times, 99)) if times else None,
+            "statements": float(np.median(statements[name])) if statements.get(name) else None,
+            "client_p50": entry.get_response_time_percentile(0.5),
+        }
+    return out
+
+
+def instance_env(instance: Path, url: str | None) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
+    env.update({"ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench",
+                "ARENA_PSEUDONYM_KEY": "bench", "ARENA_RATELIMIT_ENABLED": "false",
+                "ARENA_MIN_VOTE_MS": "{}", "ARENA_SERVER_TIMING": "true",
+                "ARENA_REVEAL_WORD_MS": "0"})
+    if url:
+        env["ARENA_DATABASE_URL"] = url
+    return env
+
+
+def run(label: str, url: str | None, args) -> None:
+    instance = Path(tempfile.mkdtemp(prefix="arena-ingest-"))
+    env = instance_env(instance, url)
+    subprocess.run([str(BIN / "arena"), "demo", "--votes", "0"], env=env, cwd=ROOT,
+                   check=True, capture_output=True)
+    port = free_port()
+    serve = subprocess.Popen(
+        [str(BIN / "arena"), "serve", "--port", str(port), "--workers", str(args.workers),
+         "--threads", str(args.threads)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    ceiling_url = url or f"sqlite:///{instance / 'ceiling.sqlite3'}"
+    ceiling_port = free_port()
+    ceiling = subprocess.Popen(
+        [str(BIN / "gunicorn"), "--workers", str(args.workers), "--threads", str(args.threads),
+         "--bind", f"127.0.0.1:{ceiling_port}", "benchmarks.ceiling:app"],
+        env={**os.environ, "CEILING_DATABASE_URL": ceiling_url}, cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_up(f"http://127.0.0.1:{port}/api/v1/health", serve)
+        wait_up(f"http://127.0.0.1:{ceiling_port}/healthz", ceiling)
+        user = HtmlVoter if args.html else ApiVoter
+        arena = drive(user, f"http://127.0.0.1:{port}", args.users, args.seconds)
+        bare = drive(CeilingUser, f"http://127.0.0.1:{ceiling_port}", args.users,
+                     args.seconds)
+    finally:
+        stop(serve)
+        stop(ceiling)
+    report(label, arena, bare, args)
+
+
+def report(label: str, arena: dict, bare: dict, args) -> None:
+    flow = "htmx pages" if args.html else "JSON API"
+    print(f"\n{label}: {args.users} voters ({flow}), {args.workers} worker(s) x "
+          f"{args.threads} threads, {args.seconds:.0f} s each")
+    print(f"  {'endpoint':10s} {'req/s':>8s} {'fail':>5s} {'app p50':>8s} {'app p99':>8s} "
+          f"{'SQL/req':>7s} {'client p50':>10s}")
+    for name, row in sorted({**arena, **bare}.items()):
+        fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
+        print(f"  {name:10s} {row['rps']:8.1f} {row['failures']:5d} {fmt(row['p50'], '8.2f')} "
+              f"{fmt(row['p99'], '8.2f')} {fmt(row['statements'], '7.0f')} "
+              f"{fmt(row['client_p50'], '10.0f')}")
+    votes = arena.get("vote", {}).get("rps", 0.0)
+    ceiling = bare.get("insert", {}).get("rps", 0.0)
+    print(f"  votes/s {votes:.1f} against the bare INSERT's {ceiling:.1f}/s: ratio "
+          f"{votes / ceiling if ceiling else float('nan'):.2f} (goal >= 0.5)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres", help="an empty PostgreSQL database URL")
+    parser.add_argument("--users", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--html", action="store_true", help="drive the htmx voter pages")
+    parser.add_argument("--only", choices=("sqlite", "postgres"))
+    args = parser.parse_args()
+    if args.only != "postgres":
+        run("SQLite", None, args)
+    if args.postgres and args.only != "sqlite":
+        run("PostgreSQL", args.postgres, args)
+
+
+if __name__ == "__main__":
+    main()
