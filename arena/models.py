@@ -203,7 +203,6 @@ class Voter(db.Model):
     trust: Mapped[float] = mapped_column(Float, default=1.0)
     validations_passed: Mapped[int] = mapped_column(Integer, default=0)
     validations_failed: Mapped[int] = mapped_column(Integer, default=0)
-    last_criterion: Mapped[str | None] = mapped_column(String(20))
     # the voter's last paced action (a vote, a caption confirmed), in any session: the floor
     # of the next vote and the start of the next caption's reveal (arena.voting.pacing)
     last_action_at: Mapped[datetime | None] = mapped_column(DateTime)

@@ -9,18 +9,20 @@ tasks, so a request costs a few index probes however large the campaign grows.
 from __future__ import annotations
 
 import secrets
+from functools import partial
 
 import numpy as np
 from blinker import Namespace
 from flask import current_app
-from sqlalchemy import exists, func, select, update
+from sqlalchemy import exists, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import joinedload
 
 from arena.config import CRITERIA, check_criterion
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import retry_on_lock, write_transaction
-from arena.models import Comparison, Task, Voter, VotingSession
+from arena.models import Comparison, Task, Voter, VotingSession, utcnow
 
 # Sent (voter_id=, criterion=, pool=) when a voter has answered a gold pair: the campaigns
 # feature checks, after the response has gone (arena.infra.deferred), whether this voter is
@@ -55,64 +57,63 @@ def _candidates(voter_id: int, criterion: str, validation: bool, pool: int = 0):
     return query
 
 
-def _pick_at_random_start(query, limit: int, rng: np.random.Generator) -> list[Comparison]:
-    """Up to ``limit`` rows of ``query`` taken from a random point of ``shuffle_key``."""
+# what issuing a comparison needs of it: rows of these, not ORM objects (cheaper to load,
+# and still readable once the write transaction has committed)
+PICKED = (Comparison.id, Comparison.image_a_id, Comparison.image_b_id)
+
+
+def _pick_at_random_start(query, limit: int, rng: np.random.Generator) -> list:
+    """Up to ``limit`` rows (``PICKED``) of ``query`` taken from a random point of
+    ``shuffle_key``."""
     start = int(rng.integers(0, 2**31))
-    rows = list(
-        db.session.scalars(
-            query.where(Comparison.shuffle_key >= start)
-            .order_by(Comparison.shuffle_key)
-            .limit(limit)
-        )
-    )
+    query = query.with_only_columns(*PICKED)
+    rows = db.session.execute(
+        query.where(Comparison.shuffle_key >= start).order_by(Comparison.shuffle_key)
+        .limit(limit)).all()
     if len(rows) < limit:
-        rows += db.session.scalars(
-            query.where(Comparison.shuffle_key < start)
-            .order_by(Comparison.shuffle_key)
-            .limit(limit - len(rows))
-        )
+        rows += db.session.execute(
+            query.where(Comparison.shuffle_key < start).order_by(Comparison.shuffle_key)
+            .limit(limit - len(rows))).all()
     return rows
 
 
 def next_comparisons(
     voter_id: int, criterion: str, count: int, rng: np.random.Generator,
     validation: bool = False, pool: int = 0,
-) -> list[Comparison]:
+) -> list:
     """The ``count`` least-served comparisons of ``criterion`` (regular, or gold pairs with
     ``validation``) in the voter's ``pool`` not yet issued to them, lowest progress first,
-    random among equals."""
+    random among equals, as rows of ``PICKED``. Usually one statement: the lowest progress
+    level is a subquery of the pick (both walk ix_comparison_queue)."""
     base = _candidates(voter_id, criterion, validation=validation, pool=pool)
-    chosen: list[Comparison] = []
+    chosen: list = []
     floor = -1
     while len(chosen) < count:
-        level = db.session.scalar(
-            base.where(Comparison.progress > floor)
-            .with_only_columns(Comparison.progress)
-            .order_by(Comparison.progress)
-            .limit(1)
-        )
-        if level is None:
+        level = (base.where(Comparison.progress > floor)
+                 .with_only_columns(func.min(Comparison.progress)).scalar_subquery())
+        picked = _pick_at_random_start(base.where(Comparison.progress == level),
+                                       count - len(chosen), rng)
+        if not picked:
             break
-        chosen += _pick_at_random_start(
-            base.where(Comparison.progress == level), count - len(chosen), rng
-        )
-        floor = level
+        chosen += picked
+        if len(chosen) < count:  # the level ran out: the next one up
+            floor = db.session.scalar(
+                select(Comparison.progress).where(Comparison.id == picked[0].id))
     return chosen
 
 
 GOLD_SAMPLE = 256  # gold pairs drawn from, uniformly, among the least issued
 
 
-def pick_validation(voter_id: int, criterion: str, rng, pool: int = 0) -> Comparison | None:
-    """A gold pair of ``criterion`` this voter has not met, uniformly among those put in the
-    fewest sessions so far: none stands out by being shown more often."""
+def pick_validation(voter_id: int, criterion: str, rng, pool: int = 0):
+    """A gold pair (a row of ``PICKED``) of ``criterion`` this voter has not met, uniformly
+    among those put in the fewest sessions so far: none stands out by being shown more
+    often. One statement."""
     base = _candidates(voter_id, criterion, validation=True, pool=pool)
-    least = db.session.scalar(base.with_only_columns(func.min(Comparison.issued)))
-    if least is None:
-        return None
-    ids = db.session.scalars(base.where(Comparison.issued == least)
-                             .with_only_columns(Comparison.id).limit(GOLD_SAMPLE)).all()
-    return db.session.get(Comparison, ids[int(rng.integers(len(ids)))])
+    least = base.with_only_columns(func.min(Comparison.issued)).scalar_subquery()
+    rows = db.session.execute(base.where(Comparison.issued == least)
+                              .with_only_columns(*PICKED).limit(GOLD_SAMPLE)).all()
+    return rows[int(rng.integers(len(rows)))] if rows else None
 
 
 def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
@@ -134,32 +135,45 @@ def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
     return None
 
 
+def _criteria_state(voter_id: int, pool: int) -> tuple[list[str], str | None]:
+    """The criteria with work left for this voter, and the criterion of their last session,
+    in one statement (an EXISTS per criterion walks ix_comparison_queue)."""
+    last = (select(VotingSession.criterion).where(VotingSession.voter_id == voter_id)
+            .order_by(VotingSession.id.desc()).limit(1).scalar_subquery())
+    row = db.session.execute(select(
+        *(_candidates(voter_id, c, validation=False, pool=pool).exists().label(c)
+          for c in CRITERIA), last.label("last"))).one()
+    return [c for c in CRITERIA if getattr(row, c)], row.last
+
+
 def available_criteria(voter_id: int, pool: int = 0) -> list[str]:
-    return [
-        c
-        for c in CRITERIA
-        if db.session.scalar(_candidates(voter_id, c, validation=False, pool=pool).limit(1))
-        is not None
-    ]
+    return _criteria_state(voter_id, pool)[0]
 
 
 def choose_criterion(voter: Voter, rng: np.random.Generator) -> str:
     """A random criterion with work left for this voter, preferring a change from the last."""
-    options = available_criteria(voter.id, voter.pool or 0)
+    options, last = _criteria_state(voter.id, voter.pool or 0)
     if not options:
         raise NoTasksAvailable("no comparisons left for this voter")
-    if len(options) > 1 and voter.last_criterion in options:
-        options.remove(voter.last_criterion)
+    if len(options) > 1 and last in options:
+        options.remove(last)
     return options[int(rng.integers(len(options)))]
 
 
 def start_session(
-    voter: Voter, rng: np.random.Generator, criterion: str | None = None
+    voter: Voter, rng: np.random.Generator, criterion: str | None = None, *,
+    shown: bool = False,
 ) -> VotingSession:
     """Issue a session of up to ``TASKS_PER_SESSION`` tasks of one criterion and commit it.
+    With ``shown`` the tasks count as on the voter's screen from now (an API client gets
+    them all at once; see arena.voting.tasks.present).
 
     One task may be a hidden validation pair (with probability ``VALIDATION_RATE``) at a random
-    position; left/right order is random per task.
+    position; left/right order is random per task. The comparisons are chosen before the
+    write transaction, which only inserts the session and its tasks and counts them issued:
+    two sessions of one voter racing for the same comparison meet the unique (voter,
+    comparison) constraint, and the loser picks again. The session comes back with its
+    tasks, their comparisons, captions and images loaded, in one more statement.
 
     Raises
     ------
@@ -170,48 +184,61 @@ def start_session(
     """
     if criterion is not None:
         check_criterion(criterion)
-    voter_id = voter.id
-    criterion = criterion or choose_criterion(voter, rng)  # reads, before any lock
+    voter_id, pool = voter.id, voter.pool or 0
+    criterion = criterion or choose_criterion(voter, rng)
     cfg = current_app.config
     with_gold = cfg["TASKS_PER_SESSION"] > 1 and rng.random() < cfg["VALIDATION_RATE"]
     for _ in range(3):
+        items = _pick_items(voter_id, criterion, with_gold, rng, pool)
+        issue = partial(_issue, voter_id, criterion, items, rng, utcnow() if shown else None)
         try:
-            session_id = retry_on_lock(lambda: _issue(voter_id, criterion, with_gold, rng))
-            return db.session.get(VotingSession, session_id)
+            session_id = retry_on_lock(issue)
         except IntegrityError:
             # The same voter started two sessions at once and both picked one comparison;
             # the unique (voter, comparison) constraint refused the second: pick again.
             continue
+        return _loaded_session(session_id)
     raise NoTasksAvailable("could not issue a session, please retry")
 
 
-def _issue(voter_id: int, criterion: str, with_gold: bool, rng: np.random.Generator) -> int:
-    """Pick the comparisons and write the session and its tasks; returns the session id."""
+def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
+           shown_at) -> int:
+    """Write the session and its tasks (three statements); returns the session id."""
     with write_transaction():
-        voter = db.session.get(Voter, voter_id)
-        items = _pick_items(voter_id, criterion, with_gold, rng, voter.pool or 0)
         session = VotingSession(public_id=secrets.token_hex(12), voter_id=voter_id,
                                 criterion=criterion)
         db.session.add(session)
+        db.session.flush()
         db.session.execute(update(Comparison).where(Comparison.id.in_([c.id for c in items]))
                            .values(issued=Comparison.issued + 1))
-        db.session.flush()
+        rows = []
         for position, comparison in enumerate(items):
             left, right = comparison.image_a_id, comparison.image_b_id
             if rng.random() < 0.5:
                 left, right = right, left
-            db.session.add(Task(session_id=session.id, voter_id=voter_id,
-                                comparison_id=comparison.id, position=position,
-                                left_image_id=left, right_image_id=right))
-        voter.last_criterion = criterion
+            rows.append({"session_id": session.id, "voter_id": voter_id,
+                         "comparison_id": comparison.id, "position": position,
+                         "left_image_id": left, "right_image_id": right,
+                         "issued_at": utcnow(), "shown_at": shown_at})
+        db.session.execute(insert(Task), rows)
         return session.id
 
 
+def _loaded_session(session_id: int) -> VotingSession:
+    """The session with everything a voter is shown of its tasks, in one statement."""
+    return db.session.scalars(
+        select(VotingSession).where(VotingSession.id == session_id)
+        .options(joinedload(VotingSession.tasks).options(
+            joinedload(Task.comparison).joinedload(Comparison.prompt),
+            joinedload(Task.left_image), joinedload(Task.right_image)))
+    ).unique().one()
+
+
 def _pick_items(voter_id: int, criterion: str, with_gold: bool,
-                rng: np.random.Generator, pool: int) -> list[Comparison]:
-    """The session's comparisons in the voter's pool: the least-served regular ones, and
-    with ``with_gold`` one gold pair at a random position. Raises NoTasksAvailable when no
-    regular one is left."""
+                rng: np.random.Generator, pool: int) -> list:
+    """The session's comparisons (rows of ``PICKED``) in the voter's pool: the least-served
+    regular ones, and with ``with_gold`` one gold pair at a random position. Raises
+    NoTasksAvailable when no regular one is left."""
     size = current_app.config["TASKS_PER_SESSION"]
     validation = pick_validation(voter_id, criterion, rng, pool) if with_gold else None
     items = next_comparisons(voter_id, criterion, size - (validation is not None), rng,
@@ -220,6 +247,7 @@ def _pick_items(voter_id: int, criterion: str, with_gold: bool,
         raise NoTasksAvailable(f"no {criterion} comparisons left for this voter")
     if validation is not None:
         items.insert(int(rng.integers(len(items) + 1)), validation)
+    db.session.rollback()  # end the read snapshot before the write transaction
     return items
 
 

@@ -19,31 +19,29 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, update
+from sqlalchemy import case, or_, update
 
 from arena.extensions import db
 from arena.models import Voter
 
 
-def take_turn(voter_id: int, now: datetime, floor_ms: int) -> bool:
-    """In the caller's write transaction: record an action of ``voter_id`` at ``now``.
-    Returns whether at least ``floor_ms`` passed since their previous one. The time is
-    recorded either way (an action too soon still restarts the clock)."""
-    if floor_ms <= 0:
-        db.session.execute(update(Voter).where(Voter.id == voter_id)
-                           .values(last_action_at=now))
-        return True
-    earliest = now - timedelta(milliseconds=floor_ms)
+def take_turn(voter_id: int, now: datetime, floor_ms: int, **also) -> bool:
+    """In the caller's write transaction: record an action of ``voter_id`` at ``now``, with
+    the other voter columns in ``also`` (a gold answer's trust change) in the same
+    statement. Returns whether at least ``floor_ms`` passed since their previous action.
+    The time is recorded either way (an action too soon still restarts the clock), and
+    never moved backwards. One UPDATE when paced, two otherwise."""
+    earliest = now - timedelta(milliseconds=max(floor_ms, 0))
     paced = db.session.execute(
         update(Voter).where(Voter.id == voter_id,
                             or_(Voter.last_action_at.is_(None),
                                 Voter.last_action_at <= earliest))
-        .values(last_action_at=now)).rowcount
+        .values(last_action_at=now, **also)).rowcount
     if not paced:
+        later = or_(Voter.last_action_at.is_(None), Voter.last_action_at < now)
         db.session.execute(
-            update(Voter).where(Voter.id == voter_id,
-                                or_(Voter.last_action_at.is_(None), Voter.last_action_at < now))
-            .values(last_action_at=now))
+            update(Voter).where(Voter.id == voter_id)
+            .values(last_action_at=case((later, now), else_=Voter.last_action_at), **also))
     return bool(paced)
 
 

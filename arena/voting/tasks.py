@@ -6,7 +6,7 @@ every channel (HTML, htmx, JSON API): it records when a task was first shown, ac
 confirmation only once the reveal of that caption could have ended (``REVEAL_WORD_MS`` per
 word after it was shown, or after the voter's last action in any session, whichever is
 later: see :mod:`arena.voting.pacing`), and :func:`arena.voting.votes.cast_vote` refuses a vote on a
-captioned task that was not confirmed.
+captioned task that was not confirmed (``ReadNotConfirmed``).
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from datetime import datetime, timedelta
 
 from flask import current_app
 from sqlalchemy import select, update
+from sqlalchemy.orm import joinedload
 
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import retry_on_lock, write_transaction
-from arena.models import Comparison, Prompt, Task, Voter, utcnow
+from arena.models import Comparison, Task, Voter, utcnow
 from arena.voting import pacing
 
 
@@ -47,7 +48,9 @@ def owned_task(voter: Voter, task_id: int) -> Task:
     ------
     TaskNotFound, NotYourTask
     """
-    task = db.session.get(Task, task_id)
+    task = db.session.scalar(
+        select(Task).where(Task.id == task_id)
+        .options(joinedload(Task.comparison).joinedload(Comparison.prompt)))
     if task is None:
         raise TaskNotFound(f"no task {task_id}")
     if task.voter_id != voter.id:
@@ -56,12 +59,12 @@ def owned_task(voter: Voter, task_id: int) -> Task:
 
 
 def caption_of(task: Task) -> str | None:
-    """The caption a voter must read before choosing: the prompt of an alignment task."""
-    return db.session.scalar(
-        select(Prompt.text)
-        .join(Comparison, Comparison.prompt_id == Prompt.id)
-        .where(Comparison.id == task.comparison_id, Comparison.criterion == "alignment")
-    )
+    """The caption a voter must read before choosing: the prompt of an alignment task.
+    (Through the task's relationships: free when the session was loaded with them.)"""
+    comparison = task.comparison
+    if comparison.criterion != "alignment" or comparison.prompt is None:
+        return None
+    return comparison.prompt.text
 
 
 def reveal_ms(caption: str | None) -> int:
@@ -127,15 +130,9 @@ def confirm_read(voter: Voter, task_id: int, now: datetime | None = None) -> Tas
                                .values(read_confirmed_at=now))
 
     retry_on_lock(write)
-    return db.session.get(Task, task_id)
+    return task  # (expired by the commit: what the caller reads of it is read afresh)
 
 
 def _still_revealing(wait_ms: int) -> StillRevealing:
     return StillRevealing("the caption is still being revealed: read it to the end, then "
                           "confirm", retry_after_ms=wait_ms)
-
-
-def require_read(task: Task) -> None:
-    """Raises ReadNotConfirmed unless ``task`` has no caption or its reading was confirmed."""
-    if task.read_confirmed_at is None and caption_of(task) is not None:
-        raise ReadNotConfirmed("confirm that you read the caption before choosing")

@@ -123,13 +123,23 @@ def update_demographics(voter: Voter, demographics: dict | None) -> None:
 def voter_by_token(token: str | None) -> Voter | None:
     if not token:
         return None
-    return db.session.scalar(select(Voter).where(Voter.token_hash == hash_token(token)))
+    return _remembered("token", hash_token(token), Voter.token_hash)
 
 
 def voter_by_public_id(public_id: str | None) -> Voter | None:
     if not public_id:
         return None
-    return db.session.scalar(select(Voter).where(Voter.public_id == public_id))
+    return _remembered("public", public_id, Voter.public_id)
+
+
+def _remembered(kind: str, key: str, column) -> Voter | None:
+    """The voter whose ``column`` is ``key``, looked up once per database session (one
+    request): the rate limiter and the route ask for the same voter."""
+    known = db.session.info.setdefault("arena_voters", {})
+    voter = known.get((kind, key))
+    if voter is None or voter not in db.session:  # (not found yet, or deleted since)
+        voter = known[kind, key] = db.session.scalar(select(Voter).where(column == key))
+    return voter
 
 
 def identify_by_cookie(public_id: str | None, demographics: dict | None = None) -> Voter:
@@ -169,7 +179,7 @@ def identify_by_token(token: str | None, demographics: dict | None = None
     voter = require_voter(token)
     if demographics is not None:
         update_demographics(voter, demographics)
-    db.session.commit()
+        db.session.commit()
     return voter, None
 
 

@@ -14,18 +14,29 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from flask import current_app
-from sqlalchemy import func, select, update
+from sqlalchemy import and_, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import aliased
 
 from arena.config import CRITERIA
 from arena.errors import Invalid
 from arena.extensions import db
 from arena.infra.database import at_least, at_most, retry_on_lock, write_transaction
-from arena.models import Comparison, EloRating, GenModel, Image, Task, Vote, Voter, utcnow
+from arena.models import (
+    Comparison,
+    EloRating,
+    GenModel,
+    Image,
+    Task,
+    Vote,
+    Voter,
+    VotingSession,
+    utcnow,
+)
 from arena.ranking.elo import EloParams, elo_update
 from arena.voting import flags as vote_flags
 from arena.voting import matchmaking, pacing
-from arena.voting.tasks import NotYourTask, TaskNotFound, owned_task, require_read
+from arena.voting.tasks import NotYourTask, ReadNotConfirmed, TaskNotFound
 
 __all__ = ["InvalidVote", "NotYourTask", "TaskNotFound", "VoteResult", "cast_vote",
            "ensure_ratings", "replay"]
@@ -112,6 +123,10 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
     A second answer to the same task (a double tap, a replayed request, a race between two
     requests) changes nothing and returns ``VoteResult(accepted=False, duplicate=True)``.
 
+    One read (the task with its session, comparison and both images' models), then one
+    write transaction that re-reads nothing: the voter's turn, the rating pair, the vote, the
+    task and the comparison's counter.
+
     Raises
     ------
     TaskNotFound, NotYourTask
@@ -121,49 +136,79 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
     InvalidVote
         Malformed choice or response time.
     """
-    task = owned_task(voter, task_id)
-    session_id = task.session.public_id
-    if task.answered_at is not None:
-        return VoteResult(accepted=False, session_id=session_id, duplicate=True)
-    require_read(task)
+    context = _context(voter, task_id)
+    if context.answered_at is not None:
+        return VoteResult(accepted=False, session_id=context.session_id, duplicate=True)
+    if context.captioned and context.read_confirmed_at is None:
+        raise ReadNotConfirmed("confirm that you read the caption before choosing")
     response_ms = _validate_payload(choice, response_ms)
-    now = now or utcnow()
-    ballot = _ballot(task, voter, choice, response_ms, now)
+    ballot = _ballot(context, voter, choice, response_ms, now or utcnow())
+    pool = voter.pool or 0  # (read before the rollback expires the voter)
     db.session.rollback()  # end the read snapshot; the write transaction starts clean
     try:
         retry_on_lock(lambda: _record(ballot, elo_params()))
     except IntegrityError:  # the unique task_id: a concurrent request recorded it first
         db.session.rollback()
-        return VoteResult(accepted=False, session_id=session_id, duplicate=True)
+        return VoteResult(accepted=False, session_id=context.session_id, duplicate=True)
     if ballot.is_validation:
         matchmaking.gold_wanted.send(None, voter_id=ballot.voter_id,
-                                     criterion=ballot.criterion, pool=voter.pool or 0)
-    return VoteResult(accepted=True, session_id=session_id,
+                                     criterion=ballot.criterion, pool=pool)
+    return VoteResult(accepted=True, session_id=context.session_id,
                       validation_failed=ballot.correct is False)
 
 
-def _ballot(task: Task, voter: Voter, choice: str, response_ms: int | None, now) -> Ballot:
-    comparison = db.session.get(Comparison, task.comparison_id)
-    winner_id, loser_id = ((task.left_image_id, task.right_image_id) if choice == "left"
-                           else (task.right_image_id, task.left_image_id))
-    models = dict(db.session.execute(
-        select(Image.id, Image.model_id).where(Image.id.in_([winner_id, loser_id]))).all())
-    server_ms = _server_ms(task, voter, now)
+_LEFT, _RIGHT = aliased(Image), aliased(Image)
+
+
+def _context(voter: Voter, task_id: int):
+    """Everything a vote on ``task_id`` needs, in one statement.
+
+    Raises
+    ------
+    TaskNotFound, NotYourTask
+    """
+    row = db.session.execute(
+        select(Task.id, Task.voter_id, Task.answered_at, Task.read_confirmed_at,
+               Task.shown_at, Task.issued_at, Task.left_image_id, Task.right_image_id,
+               VotingSession.public_id.label("session_id"),
+               Comparison.id.label("comparison_id"), Comparison.criterion,
+               Comparison.is_validation, Comparison.correct_image_id,
+               # the read gate's condition, as arena.voting.tasks.caption_of decides it
+               and_(Comparison.criterion == "alignment",
+                    Comparison.prompt_id.is_not(None)).label("captioned"),
+               _LEFT.model_id.label("left_model_id"), _RIGHT.model_id.label("right_model_id"))
+        .join(VotingSession, VotingSession.id == Task.session_id)
+        .join(Comparison, Comparison.id == Task.comparison_id)
+        .join(_LEFT, _LEFT.id == Task.left_image_id)
+        .join(_RIGHT, _RIGHT.id == Task.right_image_id)
+        .where(Task.id == task_id)).first()
+    if row is None:
+        raise TaskNotFound(f"no task {task_id}")
+    if row.voter_id != voter.id:
+        raise NotYourTask("this task was not issued to you")
+    return row
+
+
+def _ballot(context, voter: Voter, choice: str, response_ms: int | None, now) -> Ballot:
+    sides = {"left": (context.left_image_id, context.left_model_id),
+             "right": (context.right_image_id, context.right_model_id)}
+    (winner_id, winner_model), (loser_id, loser_model) = (
+        sides[choice], sides["right" if choice == "left" else "left"])
+    server_ms = _server_ms(context, voter, now)
     return Ballot(
-        task_id=task.id, voter_id=task.voter_id, comparison_id=comparison.id,
-        criterion=comparison.criterion, choice=choice, winner_image_id=winner_id,
-        loser_image_id=loser_id, winner_model_id=models[winner_id],
-        loser_model_id=models[loser_id], is_validation=comparison.is_validation,
-        correct=(winner_id == comparison.correct_image_id) if comparison.is_validation
-        else None,
+        task_id=context.id, voter_id=context.voter_id, comparison_id=context.comparison_id,
+        criterion=context.criterion, choice=choice, winner_image_id=winner_id,
+        loser_image_id=loser_id, winner_model_id=winner_model, loser_model_id=loser_model,
+        is_validation=context.is_validation,
+        correct=(winner_id == context.correct_image_id) if context.is_validation else None,
         response_ms=response_ms, server_ms=server_ms,
-        flags=_flags(comparison.criterion, server_ms, voter), at=now)
+        flags=_flags(context.criterion, server_ms, voter), at=now)
 
 
-def _server_ms(task: Task, voter: Voter, now) -> int:
+def _server_ms(context, voter: Voter, now) -> int:
     """Time since the voter's previous action the server saw: the task shown (or issued),
     its caption confirmed, or their last vote in any session (arena.voting.pacing)."""
-    ready = max(t for t in (task.shown_at or task.issued_at, task.read_confirmed_at,
+    ready = max(t for t in (context.shown_at or context.issued_at, context.read_confirmed_at,
                             voter.last_action_at) if t is not None)
     return max(0, round((now - ready).total_seconds() * 1000))
 
@@ -183,13 +228,17 @@ def _flags(criterion: str, server_ms: int, voter: Voter) -> int:
 
 
 def _record(ballot: Ballot, params: EloParams) -> None:
-    """One write transaction: take the voter's turn (the pacing floor, decided under the
-    voter's row lock), lock the ratings, insert the vote, move the counters."""
+    """One write transaction of at most six statements: the voter's turn (the pacing floor,
+    decided under the voter's row lock, with the trust change of a gold answer), the rating
+    pair locked, the vote inserted, the task marked answered, the comparison's counter and
+    the two ratings moved."""
     with write_transaction():
-        if not pacing.take_turn(ballot.voter_id, ballot.at, _floor_ms(ballot.criterion)):
+        paced = pacing.take_turn(ballot.voter_id, ballot.at, _floor_ms(ballot.criterion),
+                                 **_trust_change(ballot.correct))
+        if not paced:
             ballot = replace(ballot, flags=ballot.flags | vote_flags.TOO_FAST)
-        ratings = _lock_ratings(ballot) if ballot.rated else {}
-        db.session.add(Vote(
+        ratings = _lock_ratings(ballot) if ballot.rated else None
+        db.session.execute(insert(Vote).values(
             task_id=ballot.task_id, voter_id=ballot.voter_id,
             comparison_id=ballot.comparison_id, criterion=ballot.criterion,
             choice=ballot.choice, winner_image_id=ballot.winner_image_id,
@@ -197,7 +246,7 @@ def _record(ballot: Ballot, params: EloParams) -> None:
             loser_model_id=ballot.loser_model_id, is_validation=ballot.is_validation,
             correct=ballot.correct, response_ms=ballot.response_ms,
             server_ms=ballot.server_ms, flags=ballot.flags, created_at=ballot.at))
-        db.session.flush()  # the unique task_id refuses a concurrent duplicate here
+        # (the unique task_id refuses a concurrent duplicate at that INSERT)
         db.session.execute(update(Task).where(Task.id == ballot.task_id)
                            .values(answered_at=ballot.at))
         if not ballot.flags:  # only counted votes fill a comparison's quota
@@ -205,38 +254,46 @@ def _record(ballot: Ballot, params: EloParams) -> None:
                 update(Comparison).where(Comparison.id == ballot.comparison_id).values(
                     votes_count=Comparison.votes_count + 1,
                     progress=(Comparison.votes_count + 1) * 1000 / Comparison.target_votes))
-        if ratings:
-            winner, loser = ratings[ballot.winner_model_id], ratings[ballot.loser_model_id]
-            winner.rating, loser.rating = elo_update(winner.rating, loser.rating, 1.0, params)
-            winner.votes += 1
-            loser.votes += 1
-            winner.wins += 1
-        if ballot.correct is not None:
-            _adjust_trust(ballot.voter_id, ballot.correct)
+        if ratings is not None:
+            _move_ratings(ballot, ratings, params)
 
 
-def _lock_ratings(ballot: Ballot) -> dict[int, EloRating]:
-    rows = db.session.scalars(
-        select(EloRating)
+def _lock_ratings(ballot: Ballot) -> dict[int, float]:
+    """The two models' current ratings, their rows locked (in model-id order) until commit."""
+    ratings = dict(db.session.execute(
+        select(EloRating.model_id, EloRating.rating)
         .where(EloRating.criterion == ballot.criterion,
                EloRating.model_id.in_([ballot.winner_model_id, ballot.loser_model_id]))
         .order_by(EloRating.model_id)
-        .with_for_update())
-    ratings = {r.model_id: r for r in rows}
+        .with_for_update()).all())
     if len(ratings) != 2:
         raise RuntimeError("rating rows missing; run `arena elo replay`")
     return ratings
 
 
-def _adjust_trust(voter_id: int, correct: bool) -> None:
+def _move_ratings(ballot: Ballot, ratings: dict[int, float], params: EloParams) -> None:
+    """Both rating rows in one UPDATE; the new ratings are computed here, with the same
+    function as the replay, so they are the same floats."""
+    winner, loser = ballot.winner_model_id, ballot.loser_model_id
+    won, lost = elo_update(ratings[winner], ratings[loser], 1.0, params)
+    is_winner = EloRating.model_id == winner
+    db.session.execute(
+        update(EloRating)
+        .where(EloRating.criterion == ballot.criterion, EloRating.model_id.in_([winner, loser]))
+        .values(rating=case((is_winner, won), else_=lost), votes=EloRating.votes + 1,
+                wins=EloRating.wins + case((is_winner, 1), else_=0)))
+
+
+def _trust_change(correct: bool | None) -> dict:
+    """The voter columns a gold answer changes (none for an ordinary vote)."""
+    if correct is None:
+        return {}
     cfg = current_app.config
     if correct:
-        values = {"validations_passed": Voter.validations_passed + 1,
-                  "trust": at_most(Voter.trust + cfg["TRUST_REWARD"], 1.0)}
-    else:
-        values = {"validations_failed": Voter.validations_failed + 1,
-                  "trust": at_least(Voter.trust - cfg["TRUST_PENALTY"], 0.0)}
-    db.session.execute(update(Voter).where(Voter.id == voter_id).values(**values))
+        return {"validations_passed": Voter.validations_passed + 1,
+                "trust": at_most(Voter.trust + cfg["TRUST_REWARD"], 1.0)}
+    return {"validations_failed": Voter.validations_failed + 1,
+            "trust": at_least(Voter.trust - cfg["TRUST_PENALTY"], 0.0)}
 
 
 def replay(progress=None) -> dict[str, int]:

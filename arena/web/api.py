@@ -65,11 +65,12 @@ def create_session():
     if criterion is not None:
         check_criterion(criterion)
     voter, new_token = voters.identify_by_token(bearer_token(), body.get("demographics"))
-    voting_session = matchmaking.start_session(voter, np.random.default_rng(), criterion)
-    tasks.present(voting_session.tasks)
+    voter_id = voter.public_id  # (read before the session's commit expires it)
+    voting_session = matchmaking.start_session(voter, np.random.default_rng(), criterion,
+                                               shown=True)
     payload = {
         "session_id": voting_session.public_id,
-        "voter_id": voter.public_id,
+        "voter_id": voter_id,
         "criterion": voting_session.criterion,
         "question": QUESTIONS[voting_session.criterion],
         "tasks": [api_task(t) for t in voting_session.tasks],
