@@ -120,11 +120,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_up(url: str, process: subprocess.Popen, timeout: float = 90) -> None:
+def wait_up(url: str, process: subprocess.Popen, log: Path, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{url} exited: {process.stdout.read()[-2000:]}")
+            raise RuntimeError(f"{url} exited: {log.read_text()[-2000:]}")
         try:
             urllib.request.urlopen(url, timeout=2)
             return
@@ -170,7 +170,7 @@ def drive(user, host: str, users: int, seconds: float) -> dict:
     return out
 
 
-def instance_env(instance: Path, url: str | None) -> dict:
+def instance_env(instance: Path, url: str | None, settings=()) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
     env.update({"ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench",
                 "ARENA_PSEUDONYM_KEY": "bench", "ARENA_RATELIMIT_ENABLED": "false",
@@ -178,29 +178,33 @@ def instance_env(instance: Path, url: str | None) -> dict:
                 "ARENA_REVEAL_WORD_MS": "0"})
     if url:
         env["ARENA_DATABASE_URL"] = url
+    env.update({f"ARENA_{key}": value for key, value in settings})
     return env
 
 
 def run(label: str, url: str | None, args) -> None:
     instance = Path(tempfile.mkdtemp(prefix="arena-ingest-"))
-    env = instance_env(instance, url)
+    env = instance_env(instance, url, args.set)
     subprocess.run([str(BIN / "arena"), "demo", "--votes", "0"], env=env, cwd=ROOT,
                    check=True, capture_output=True)
     port = free_port()
+    # the servers log to files: a pipe nobody reads fills up and blocks their access log
+    serve_log, ceiling_log = instance / "serve.log", instance / "ceiling.log"
     serve = subprocess.Popen(
         [str(BIN / "arena"), "serve", "--port", str(port), "--workers", str(args.workers),
-         "--threads", str(args.threads)], env=env, cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
+         "--threads", str(args.threads)], env=env, cwd=ROOT,
+        stdout=serve_log.open("w"), stderr=subprocess.STDOUT)
     ceiling_url = url or f"sqlite:///{instance / 'ceiling.sqlite3'}"
     ceiling_port = free_port()
     ceiling = subprocess.Popen(
         [str(BIN / "gunicorn"), "--workers", str(args.workers), "--threads", str(args.threads),
+         "--access-logfile", "-",  # as arena serve does
          "--bind", f"127.0.0.1:{ceiling_port}", "benchmarks.ceiling:app"],
         env={**os.environ, "CEILING_DATABASE_URL": ceiling_url}, cwd=ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        stdout=ceiling_log.open("w"), stderr=subprocess.STDOUT)
     try:
-        wait_up(f"http://127.0.0.1:{port}/api/v1/health", serve)
-        wait_up(f"http://127.0.0.1:{ceiling_port}/healthz", ceiling)
+        wait_up(f"http://127.0.0.1:{port}/api/v1/health", serve, serve_log)
+        wait_up(f"http://127.0.0.1:{ceiling_port}/healthz", ceiling, ceiling_log)
         user = HtmlVoter if args.html else ApiVoter
         arena = drive(user, f"http://127.0.0.1:{port}", args.users, args.seconds)
         bare = drive(CeilingUser, f"http://127.0.0.1:{ceiling_port}", args.users,
@@ -237,6 +241,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--html", action="store_true", help="drive the htmx voter pages")
     parser.add_argument("--only", choices=("sqlite", "postgres"))
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        type=lambda text: tuple(text.split("=", 1)),
+                        help="an Arena setting for the run, e.g. VALIDATION_RATE=0")
     args = parser.parse_args()
     if args.only != "postgres":
         run("SQLite", None, args)

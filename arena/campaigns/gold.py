@@ -81,10 +81,14 @@ def replenish(*, voter_id: int, criterion: str, pool: int = 0,
     (:func:`arena.voting.matchmaking.gold_due`) and the campaign is under its cap; committed
     in a short write transaction. Returns the new pair, if any."""
     campaign_id = matchmaking.gold_due(voter_id, criterion, pool)
-    db.session.rollback()
     if campaign_id is None:
+        db.session.rollback()
         return None
     rng = rng if rng is not None else np.random.default_rng()
+    # a damaged copy is decoded, damaged and encoded now, before the write lock: the
+    # transaction below only adds rows (the lock is never held over image work)
+    ready = _render_ahead(campaign_id, criterion, rng)
+    db.session.rollback()
     made = []
 
     def write():
@@ -93,10 +97,27 @@ def replenish(*, voter_id: int, criterion: str, pool: int = 0,
             campaign = db.session.get(Campaign, campaign_id)
             if campaign is not None and campaign.published_at is not None \
                     and criterion in campaign.criteria_list and not _at_cap(campaign, criterion):
-                made.append(make_pair(campaign, criterion, rng))
+                made.append(make_pair(campaign, criterion, rng, ready=ready))
 
     retry_on_lock(write)
     return made[0] if made else None
+
+
+def _render_ahead(campaign_id: int, criterion: str, rng) -> dict:
+    """For a damaged pair that will need a new copy: the source chosen and its copy prepared
+    (arena.catalog.images.prepare), as ``make_pair(ready=...)`` takes them. Reads only."""
+    campaign = db.session.get(Campaign, campaign_id)
+    if campaign is None or AUTO_KINDS[criterion] != "damaged":
+        return {}
+    pool = _campaign_images(campaign)
+    if len(pool) < 2:
+        return {}
+    source_id, prompt, copy = _damage_plan(campaign, criterion, pool, rng)
+    if copy is not None:
+        return {}
+    source = db.session.get(Image, source_id)
+    return {"source": (source_id, prompt),
+            "copy": images.prepare(damage(images.decode_stored(source), rng))}
 
 
 def _at_cap(campaign: Campaign, criterion: str) -> bool:
@@ -109,12 +130,20 @@ def _at_cap(campaign: Campaign, criterion: str) -> bool:
 
 
 def make_pair(campaign: Campaign, criterion: str, rng: np.random.Generator,
-              attempts: int = 8) -> Comparison | None:
+              attempts: int = 8, ready: dict | None = None) -> Comparison | None:
     """A new automatic gold pair (not committed), or None when the campaign's images allow
-    no new one."""
+    no new one. ``ready`` may hold a damaged copy prepared ahead (see :func:`replenish`)."""
     pool = _campaign_images(campaign)
     if len(pool) < 2:
         return None
+    if ready and ready["source"] in pool:
+        source_id, prompt = ready["source"]
+        copy, _ = images.add_prepared(ready["copy"], model_id=None, prompt_id=prompt)
+        copy.source_id = copy.source_id or source_id
+        db.session.flush()
+        if copy.source_id == source_id \
+                and not _exists(criterion, source_id, copy.id, campaign.pool):
+            return _add(campaign, criterion, source_id, copy.id, prompt, "damaged")
     for _ in range(attempts):
         if AUTO_KINDS[criterion] == "swapped":
             pair = _swapped(campaign, pool, rng)
@@ -166,10 +195,11 @@ def _swapped(campaign, pool, rng) -> Comparison | None:
     return _add(campaign, "alignment", right, wrong, prompt, "swapped")
 
 
-def _damaged(campaign, criterion, pool, rng) -> Comparison | None:
-    """An image of the campaign against a damaged copy: images without a pair of this
+def _damage_plan(campaign, criterion, pool, rng) -> tuple[int, int, Image | None]:
+    """The source image of the next damaged pair, its prompt, and a copy of it not yet
+    paired for ``criterion`` (None: a new copy is needed): images without a pair of this
     criterion first, reusing a copy made for another criterion; once every image has one,
-    a new copy of a random image (damaged differently), so the supply has no end."""
+    a random image (to be damaged differently), so the supply has no end."""
     paired = set(db.session.scalars(select(Comparison.correct_image_id).where(
         Comparison.campaign_id == campaign.id, Comparison.criterion == criterion,
         Comparison.gold_kind == "damaged")))
@@ -178,6 +208,13 @@ def _damaged(campaign, criterion, pool, rng) -> Comparison | None:
     copies = db.session.scalars(select(Image).where(Image.source_id == source_id)).all()
     copy = next((c for c in copies if not _exists(criterion, source_id, c.id, campaign.pool)),
                 None)
+    return source_id, prompt, copy
+
+
+def _damaged(campaign, criterion, pool, rng) -> Comparison | None:
+    """An image of the campaign against a damaged copy (:func:`_damage_plan`), the copy
+    made here when none can be reused."""
+    source_id, prompt, copy = _damage_plan(campaign, criterion, pool, rng)
     if copy is None:  # damaged at full resolution, like any upload in its sizes and bytes
         source = db.session.get(Image, source_id)
         copy = images.store(damage(images.decode_stored(source), rng), model_id=None,

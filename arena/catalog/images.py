@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import warnings
+from dataclasses import dataclass
 
 from flask import current_app
 from PIL import Image as PILImage
@@ -130,19 +131,43 @@ def store_new(
     """As :func:`store`, also saying whether the row is new (False: identical bytes exist).
     The presented variants are made now, not when first shown: a first view that took longer
     than the others would tell a script the image is new (a fresh gold copy, say)."""
+    return add_prepared(prepare(img), model_id=model_id, prompt_id=prompt_id, is_real=is_real)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An image re-encoded and written with its presented variants, not yet a row."""
+
+    sha256: str
+    width: int
+    height: int
+
+
+def prepare(img: PILImage.Image) -> Prepared:
+    """Re-encode ``img`` and write it and its presented variants (content-addressed files:
+    writing them twice is harmless). The expensive half of :func:`store_new`, which needs
+    no transaction: callers holding a write lock do this before taking it."""
     img = img.convert("RGB")
     full = _encode(img, quality=90)
     sha = hashlib.sha256(full).hexdigest()
-    existing = db.session.scalar(select(Image).where(Image.sha256 == sha).order_by(Image.id)
-                                 .limit(1))
+    storage = get_storage()
+    if not storage.exists(full_name(sha)):  # the full file last: it vouches for the rest
+        for size in current_app.config["PRESENT_SIZES"]:
+            storage.put(presented_name(sha, size), present(img, size))
+        storage.put(full_name(sha), full)
+    return Prepared(sha, img.width, img.height)
+
+
+def add_prepared(prepared: Prepared, *, model_id: int | None, prompt_id: int | None,
+                 is_real: bool = False) -> tuple[Image, bool]:
+    """The row of a prepared image (not committed), or the existing one with its bytes
+    (False)."""
+    existing = db.session.scalar(select(Image).where(Image.sha256 == prepared.sha256)
+                                 .order_by(Image.id).limit(1))
     if existing is not None:
         return existing, False
-    storage = get_storage()
-    storage.put(full_name(sha), full)
-    for size in current_app.config["PRESENT_SIZES"]:
-        storage.put(presented_name(sha, size), present(img, size))
-    row = Image(sha256=sha, model_id=model_id, prompt_id=prompt_id, is_real=is_real,
-                width=img.width, height=img.height)
+    row = Image(sha256=prepared.sha256, model_id=model_id, prompt_id=prompt_id,
+                is_real=is_real, width=prepared.width, height=prepared.height)
     db.session.add(row)
     return row, True
 

@@ -185,3 +185,49 @@ def test_damaged_copies_stop_at_their_cap(live, ctx):
             answer(voter, task, "left")
     assert db.session.scalar(select(func.count()).select_from(Comparison).where(
         Comparison.criterion == "preference", Comparison.gold_kind == "damaged")) == 10
+
+
+def test_a_new_gold_copy_is_rendered_before_the_write_lock(live, ctx):
+    """Under load a replenish that decoded, damaged and encoded an image inside BEGIN
+    IMMEDIATE held SQLite's one write lock for the whole rendering: py-spy showed a quarter
+    of the workers' time waiting for that lock (benchmarks/ingest.py). Every file of a new
+    copy is now written while no write transaction is open."""
+    from sqlalchemy import event
+
+    from arena.infra.storage import get_storage
+
+    ctx.config["VALIDATION_RATE"] = 1.0
+    storage, events, writing = get_storage(), [], [False]
+    put = storage.put
+
+    def on_begin(conn, *_):
+        writing[0] = writing[0] or conn.get_execution_options().get("arena_sqlite_begin") \
+            == "IMMEDIATE"
+
+    def on_end(conn, *_):
+        writing[0] = False
+
+    def recording_put(name, data):  # the real storage, with a note of when it was written
+        events.append(writing[0])
+        return put(name, data)
+
+    engine = db.engine
+    event.listen(engine, "begin", on_begin)
+    event.listen(engine, "commit", on_end)
+    event.listen(engine, "rollback", on_end)
+    storage.put = recording_put
+    try:
+        voter = new_voter()
+        rng = np.random.default_rng(9)
+        for _ in range(8):  # past the initial supply: new copies are made
+            session = matchmaking.start_session(voter, rng, "preference")
+            for task in session.tasks:
+                answer(voter, task, "left")
+                gold.replenish(voter_id=voter.id, criterion="preference")
+    finally:
+        storage.put = put
+        event.remove(engine, "begin", on_begin)
+        event.remove(engine, "commit", on_end)
+        event.remove(engine, "rollback", on_end)
+    assert events, "no gold copy was made: the test proves nothing"
+    assert not any(events), f"{sum(events)} of {len(events)} files written under the lock"
