@@ -38,6 +38,7 @@ def create_app(config: dict | None = None) -> Flask:
     configure_app(app, config)
     configure_proxies(app)
     configure_extensions(app)
+    configure_input_guards(app)
     configure_blueprints(app)
     configure_templates(app)
     configure_security_headers(app)
@@ -174,6 +175,14 @@ def configure_security_headers(app: Flask) -> None:
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
         return response
+
+
+def configure_input_guards(app: Flask) -> None:
+    """Before any route exists: ids bounded to what the database holds, NUL refused."""
+    from arena.web.requests import DatabaseInt, refuse_nul
+
+    app.url_map.converters["int"] = DatabaseInt
+    app.before_request(refuse_nul)
 
 
 def configure_server_timing(app: Flask) -> None:

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 
 from flask import request
+from werkzeug.routing import IntegerConverter
 
 from arena.errors import Invalid
-
-MAX_JSON_DEPTH = 32
 
 
 def is_htmx() -> bool:
@@ -37,7 +36,42 @@ def json_body(required: bool, what: str = "a JSON object") -> dict:
         raise Invalid(f"body must be {what}") from None
     if not isinstance(body, dict):
         raise Invalid(f"body must be {what}")
+    if _has_nul(body):
+        raise Invalid(NUL_MESSAGE)
     return body
+
+
+NUL_MESSAGE = "text may not contain NUL characters"
+DB_INT_MAX = 2**31 - 1  # the largest id an INTEGER column holds (PostgreSQL's int4)
+
+
+def _has_nul(value) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+def refuse_nul() -> None:
+    """Before every request: a NUL character in the path, a query or a form field is refused
+    with a 400 here. No text column can hold one on PostgreSQL, so it would otherwise fail
+    the first query that used it (a 500); on SQLite it would be stored."""
+    fields = [request.path, *request.args.keys(), *request.args.values()]
+    if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        fields += [*request.form.keys(), *request.form.values()]
+    if any("\x00" in field for field in fields):
+        raise Invalid(NUL_MESSAGE)
+
+
+class DatabaseInt(IntegerConverter):
+    """``<int:...>`` in every route: at most ``DB_INT_MAX``, so a larger id is a 404 like any
+    id that does not exist, never an overflow in the database driver."""
+
+    def __init__(self, url_map, fixed_digits=0, min=None, max=DB_INT_MAX, signed=False):
+        super().__init__(url_map, fixed_digits=fixed_digits, min=min, max=max, signed=signed)
 
 
 def int_arg(name: str, default: int | None, low: int, high: int, source=None) -> int:
