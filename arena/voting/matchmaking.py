@@ -160,6 +160,9 @@ def choose_criterion(voter: Voter, rng: np.random.Generator) -> str:
     return options[int(rng.integers(len(options)))]
 
 
+ISSUE_ATTEMPTS = 6  # picks per session when the voter's own concurrent sessions took them
+
+
 def start_session(
     voter: Voter, rng: np.random.Generator, criterion: str | None = None, *,
     shown: bool = False,
@@ -188,7 +191,7 @@ def start_session(
     criterion = criterion or choose_criterion(voter, rng)
     cfg = current_app.config
     with_gold = cfg["TASKS_PER_SESSION"] > 1 and rng.random() < cfg["VALIDATION_RATE"]
-    for _ in range(3):
+    for _ in range(ISSUE_ATTEMPTS):
         items = _pick_items(voter_id, criterion, with_gold, rng, pool)
         issue = partial(_issue, voter_id, criterion, items, rng, utcnow() if shown else None)
         try:

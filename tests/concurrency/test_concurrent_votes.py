@@ -75,3 +75,47 @@ def test_concurrent_voters_lose_nothing_and_match_replay(any_app):
         votes.replay()
         db.session.expire_all()
         assert snapshot() == online  # identical floats: ids were taken in lock order
+
+
+def test_one_voter_racing_for_sessions_never_gets_a_comparison_twice(any_app):
+    """Matchmaking reads happen before the write lock now, so threads of one voter starting
+    sessions at once often pick the same least-served comparisons. The unique (voter,
+    comparison) constraint refuses the later insert and that thread picks again: every
+    session is issued, no comparison twice, and the issued counters add up."""
+    from arena.models import Task
+
+    app = any_app
+    app.config["VALIDATION_RATE"] = 0.0
+    with app.app_context():
+        make_campaign(n_prompts=3, n_models=4, images_per_model=2, gold=False)
+        voter_id = new_voter().id
+    threads_n, each = 6, 3
+    issued, errors = [], []
+    barrier = threading.Barrier(threads_n)
+
+    def run(index: int):
+        rng = np.random.default_rng(100 + index)
+        try:
+            with app.app_context():
+                voter = db.session.get(Voter, voter_id)
+                barrier.wait()
+                for _ in range(each):
+                    session = matchmaking.start_session(voter, rng, "preference")
+                    issued.extend(t.comparison_id for t in session.tasks)
+                db.session.remove()
+        except Exception as exc:
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(threads_n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert len(issued) == threads_n * each * app.config["TASKS_PER_SESSION"]
+    assert len(set(issued)) == len(issued)  # never the same comparison twice
+    with app.app_context():
+        stored = db.session.scalars(select(Task.comparison_id)
+                                    .where(Task.voter_id == voter_id)).all()
+        assert sorted(stored) == sorted(issued)
+        assert db.session.scalar(select(func.sum(Comparison.issued))) == len(issued)
