@@ -10,7 +10,7 @@ import os
 import secrets
 from pathlib import Path
 
-from flask import Flask
+from flask import Flask, request
 
 from arena.config import PACKAGE_DIR, SECRET_SETTINGS, Defaults
 
@@ -116,7 +116,7 @@ def configure_proxies(app: Flask) -> None:
 
 
 def configure_extensions(app: Flask) -> None:
-    from arena.extensions import csrf, db, limiter, migrate
+    from arena.extensions import compress, csrf, db, limiter, migrate
     from arena.infra import database  # noqa: F401  (registers the SQLite engine hooks)
     from arena.infra.storage import LocalStorage
 
@@ -124,7 +124,20 @@ def configure_extensions(app: Flask) -> None:
     migrate.init_app(app, db, directory=str(PACKAGE_DIR / "migrations"), render_as_batch=True)
     csrf.init_app(app)
     limiter.init_app(app)
+    compress.init_app(app)  # HTML, CSS, JS, JSON; never images (their bytes are the blinding)
+    app.after_request(_static_read_whole)  # (runs before Flask-Compress's: registered after)
     app.extensions["arena_storage"] = LocalStorage(app.config["IMAGE_DIR"])
+
+
+def _static_read_whole(response):
+    """A static CSS/JS file read into memory, so Flask-Compress compresses it whole (it
+    leaves streamed responses alone: see COMPRESS_STREAMS). Reading it this way keeps the
+    file's close() with the response."""
+    if request.endpoint == "static" and response.is_streamed \
+            and response.mimetype in ("text/css", "text/javascript", "image/svg+xml"):
+        response.direct_passthrough = False
+        response.make_sequence()
+    return response
 
 
 def configure_blueprints(app: Flask) -> None:

@@ -101,6 +101,11 @@ class Defaults:
     # Server-Timing headers (the app's time and SQL statement count per request), for
     # benchmarks/ingest.py and for profiling a deployment; off by default.
     SERVER_TIMING = False
+    # Flask-Compress: whole responses only. Its streaming mode drops the response's close()
+    # (a static file stayed open until garbage collection; an export's generator would
+    # never be closed on a client that left), so streamed exports go uncompressed and
+    # static files are read whole and compressed (once per client: cached for a year).
+    COMPRESS_STREAMS = False
 
     # Rankings. A margin category (a continent, an age group) with fewer voters or votes than
     # these is not reweighted by post-stratification; it keeps its sample share and is flagged.

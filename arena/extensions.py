@@ -1,6 +1,7 @@
 """Extension singletons, bound to the app in ``create_app`` with ``init_app``."""
 
 from flask import current_app, request
+from flask_compress import Compress
 from flask_limiter import Limiter
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
@@ -33,4 +34,5 @@ def client_network() -> str:
 db = SQLAlchemy(model_class=Base)
 migrate = Migrate()
 csrf = CSRFProtect()
+compress = Compress()
 limiter = Limiter(key_func=client_network)

@@ -41,6 +41,9 @@ def median_ms(fn, rounds: int) -> float:
     return statistics.median(times)
 
 
+BROWSER = "gzip, deflate, br, zstd"  # what Chromium sends
+
+
 def page_weight(client) -> None:
     landing = client.get("/")
     token = CSRF.search(landing.get_data(as_text=True)).group(1)
@@ -52,14 +55,24 @@ def page_weight(client) -> None:
     for url in assets:
         with client.get(url.decode()) as response:
             rows.append((url.decode().split("/")[-1][:40], response.data))
+    # what the app itself sends to a browser that accepts compression (Flask-Compress)
+    wire = [len(client.get(session_page.request.path,
+                           headers={"Accept-Encoding": BROWSER}).data)]
+    for url in assets:
+        with client.get(url.decode(), headers={"Accept-Encoding": BROWSER}) as response:
+            wire.append(len(response.get_data()))
     print("\nPage weight of one task (first visit, nothing cached):")
-    total = total_gz = 0
-    for name, data in rows:
+    total = total_gz = total_wire = 0
+    for (name, data), sent in zip(rows, wire, strict=True):
         gz = len(gzip.compress(data))
         total += len(data)
         total_gz += gz
-        print(f"  {name:42s} {len(data):8,d} B   gzip {gz:8,d} B")
-    print(f"  {'total':42s} {total:8,d} B   gzip {total_gz:8,d} B")
+        total_wire += sent
+        print(f"  {name:42s} {len(data):8,d} B   gzip {gz:8,d} B   sent {sent:8,d} B")
+    print(f"  {'total':42s} {total:8,d} B   gzip {total_gz:8,d} B   sent {total_wire:8,d} B")
+    images = sum(sent for (name, _), sent in zip(rows, wire, strict=True)
+                 if name.endswith(".webp"))
+    print(f"  sent before images: {total_wire - images:,d} B (Accept-Encoding: {BROWSER})")
     landing_gz = len(gzip.compress(landing.data))
     print(f"  landing page HTML {len(landing.data):,d} B (gzip {landing_gz:,d})")
 
