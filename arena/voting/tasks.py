@@ -21,7 +21,7 @@ from sqlalchemy.orm import joinedload
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import retry_on_lock, write_transaction
-from arena.models import Comparison, Task, Voter, utcnow
+from arena.models import Comparison, Task, Voter, VotingSession, utcnow
 from arena.voting import pacing
 
 
@@ -56,6 +56,16 @@ def owned_task(voter: Voter, task_id: int) -> Task:
     if task.voter_id != voter.id:
         raise NotYourTask("this task was not issued to you")
     return task
+
+
+def for_display(task_id: int) -> Task:
+    """Task ``task_id`` with everything a voter is shown of it (its session and that
+    session's tasks, its comparison and caption, both images) loaded in two statements."""
+    return db.session.scalars(
+        select(Task).where(Task.id == task_id).options(
+            joinedload(Task.comparison).joinedload(Comparison.prompt),
+            joinedload(Task.left_image), joinedload(Task.right_image),
+            joinedload(Task.session).selectinload(VotingSession.tasks))).one()
 
 
 def caption_of(task: Task) -> str | None:

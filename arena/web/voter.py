@@ -93,7 +93,9 @@ def _render_card(voting_session, warning: str | None = None, error: str | None =
     # a panel participant who gave every answer asked for gets the code, not more work
     task = None if standing and standing.done else matchmaking.open_task(voting_session)
     if task is not None:
-        tasks.present([task])
+        task_id = task.id
+        tasks.present([task])  # (commits: the task is then read again, all of it at once)
+        task = tasks.for_display(task_id)
     context = {"session_id": voting_session.public_id, "warning": warning, "error": error,
                "task": task_view(task) if task else None, "standing": standing}
     template = "voter/_card.html" if is_htmx() else "voter/session.html"
