@@ -8,7 +8,9 @@ updates with ``SELECT ... FOR UPDATE``.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -37,7 +39,23 @@ def _sqlite_on_connect(dbapi_connection, connection_record):
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=15000")
+    _owner_only(cursor)
     cursor.close()
+
+
+def _owner_only(cursor) -> None:
+    """The database file and its WAL and shared-memory files readable by their owner only
+    (SQLite creates them with the process umask, 0644 by default: every local user could
+    read the votes and the hashed tokens)."""
+    for _seq, name, path in cursor.execute("PRAGMA database_list").fetchall():
+        if name != "main" or not path:
+            continue  # an in-memory database has no file
+        for file in (path, f"{path}-wal", f"{path}-shm"):
+            try:
+                if stat.S_IMODE(os.stat(file).st_mode) != 0o600:
+                    os.chmod(file, 0o600)
+            except FileNotFoundError:
+                pass
 
 
 @event.listens_for(Engine, "begin")

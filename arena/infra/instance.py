@@ -17,7 +17,7 @@ def ensure_instance() -> list[str]:
     so every server process signs and pseudonymises with the same keys. Returns the names of
     the keys written (also set on the running app)."""
     instance = Path(current_app.instance_path)
-    instance.mkdir(parents=True, exist_ok=True)
+    instance.mkdir(mode=0o700, parents=True, exist_ok=True)  # (the mode of a new folder)
     config_file = instance / "config.py"
     text = config_file.read_text() if config_file.exists() else ""
     written = []

@@ -86,17 +86,25 @@ def test_arena_serve_writes_keys_then_gunicorn_shares_them(tmp_path):
     assert "Wrote a new SECRET_KEY" in log and "Wrote a new PSEUDONYM_KEY" in log
     config = instance / "config.py"
     assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    # no client address in the access log (the README says none is stored anywhere), and
+    # the votes readable by the server's user alone
+    access = [line for line in log.splitlines() if "/api/v1/health" in line]
+    assert access and not any("127.0.0.1" in line for line in access), access
+    assert stat.S_IMODE((instance / "arena.sqlite3").stat().st_mode) == 0o600
+    assert stat.S_IMODE(instance.stat().st_mode) == 0o700
     assert "SECRET_KEY =" in config.read_text() and "PSEUDONYM_KEY =" in config.read_text()
 
     gunicorn = [sys.executable, "-m", "gunicorn", "--workers", "2", "wsgi:app"]
     port = _free_port()
-    shared = subprocess.Popen([*gunicorn, "--bind", f"127.0.0.1:{port}"],
-                              env=_server_env(instance), cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+    shared = subprocess.Popen([*gunicorn, "--bind", f"127.0.0.1:{port}", "--access-logfile",
+                               "-"], env=_server_env(instance), cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert _wait_healthy(port, shared)["status"] == 200
     finally:
-        _stop(shared)
+        log = _stop(shared)
+    access = [line for line in log.splitlines() if "/api/v1/health" in line]
+    assert access and not any("127.0.0.1" in line for line in access), access
 
     refused = subprocess.run([*gunicorn, "--bind", f"127.0.0.1:{_free_port()}"],
                              env=_server_env(tmp_path / "no-keys"), cwd=ROOT,
