@@ -62,6 +62,8 @@ class Owner(db.Model):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # browser cookies that signed in before this moment sign nobody in (accounts.signins)
+    signed_out_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
 class GenModel(db.Model):
@@ -313,6 +315,8 @@ class ApiToken(db.Model):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # browser cookies that signed in before this moment sign nobody in (accounts.signins)
+    signed_out_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
 hype_run_models = db.Table(

@@ -9,7 +9,7 @@ from functools import wraps
 
 from flask import Blueprint, redirect, render_template, request, session, url_for
 
-from arena.accounts import tokens
+from arena.accounts import signins, tokens
 from arena.campaigns import campaigns
 from arena.config import CRITERIA
 from arena.errors import Invalid
@@ -23,12 +23,19 @@ bp = Blueprint("admin", __name__, url_prefix="/admin")
 def operator_required(view):
     @wraps(view)
     def wrapped(*args, **kwargs):
-        if tokens.operator_by_id(session.get("operator")) is None:
+        if _operator() is None:
             session.pop("operator", None)
             return redirect(url_for("admin.home"))
         return view(*args, **kwargs)
 
     return wrapped
+
+
+def _operator():
+    """The operator this browser is signed in as (a cookie from before their last sign-out
+    counts for nothing), or None."""
+    return signins.current(tokens.operator_by_id(session.get("operator")),
+                           session.get("signed_in"))
 
 
 def _page(error=None, notice=None, status=200):
@@ -42,7 +49,7 @@ def _refused(exc, status, **_):
 
 @bp.get("/")
 def home():
-    if tokens.operator_by_id(session.get("operator")) is None:
+    if _operator() is None:
         return render_template("admin/sign_in.html")
     return _page()
 
@@ -55,11 +62,15 @@ def sign_in():
         return render_template("admin/sign_in.html", error="Not a valid operator token."), 401
     session.clear()
     session["operator"] = row.id
+    session["signed_in"] = signins.begin()
     return redirect(url_for("admin.home"), 303)
 
 
 @bp.post("/sign-out")
 def sign_out():
+    operator = _operator()
+    if operator is not None:
+        signins.end(operator)
     session.pop("operator", None)
     return redirect(url_for("admin.home"), 303)
 

@@ -20,7 +20,7 @@ from flask import (
     url_for,
 )
 
-from arena.accounts import owners
+from arena.accounts import owners, signins
 from arena.catalog import ingest, registry
 from arena.extensions import limiter
 from arena.web.errors import renders_errors
@@ -32,7 +32,7 @@ bp = Blueprint("owner", __name__, url_prefix="/owner")
 def owner_required(view):
     @wraps(view)
     def wrapped(*args, **kwargs):
-        g.owner = owners.owner_by_id(session.get("owner"))
+        g.owner = _owner()
         if g.owner is None:
             session.pop("owner", None)
             return redirect(url_for("owner.home"))
@@ -46,9 +46,15 @@ def _dashboard(owner, error=None, status=200):
                            models=registry.owners_dashboard(owner)), status
 
 
+def _owner():
+    """The owner this browser is signed in as (a cookie from before their last sign-out
+    counts for nothing), or None."""
+    return signins.current(owners.owner_by_id(session.get("owner")), session.get("signed_in"))
+
+
 @bp.get("/")
 def home():
-    owner = owners.owner_by_id(session.get("owner"))
+    owner = _owner()
     if owner is None:
         return render_template("owner/sign_in.html")
     return _dashboard(owner)
@@ -63,11 +69,15 @@ def sign_in():
                                error="That token is not valid (or was revoked)."), 401
     session.clear()
     session["owner"] = owner.id
+    session["signed_in"] = signins.begin()
     return redirect(url_for("owner.home"), 303)
 
 
 @bp.post("/sign-out")
 def sign_out():
+    owner = _owner()
+    if owner is not None:
+        signins.end(owner)
     session.pop("owner", None)
     return redirect(url_for("owner.home"), 303)
 
