@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
@@ -248,4 +249,14 @@ def items_from_zip(archive: Path) -> Iterator[tuple[str, object, bytes | str]]:
             elif prompt_id is None:
                 yield shown, None, UNNAMED
             else:
-                yield shown, prompt_id, bundle.read(info)
+                yield shown, prompt_id, _member(bundle, info)
+
+
+def _member(bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes | str:
+    """A member's bytes, or why it cannot be read: a corrupt member (or one whose inflated
+    bytes disagree with its declared size or checksum) is that file's failure, reported like
+    any other, not the end of the import. Inflating stops at the declared size."""
+    try:
+        return bundle.read(info)
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+        return f"corrupt in the archive ({exc})"

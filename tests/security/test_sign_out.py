@@ -8,6 +8,7 @@ from arena.accounts import tokens
 from tests.factories import make_owner
 from tests.web.helpers import csrf_token
 
+
 def _sign_in(client, area: str, token: str) -> None:
     html = client.get(f"/{area}/").get_data(as_text=True)
     response = client.post(f"/{area}/sign-in", data={"csrf_token": csrf_token(html),

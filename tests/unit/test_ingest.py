@@ -159,6 +159,23 @@ def test_zip_with_manifest_is_read_in_memory(setup, tmp_path, app):
     assert "byte limit" in big
 
 
+def test_a_corrupt_zip_member_is_that_files_failure(setup, tmp_path):
+    """The operations audit ended an import in a raw traceback with one damaged member.
+    Now the damaged file is reported and the others are stored."""
+    archive = tmp_path / "batch.zip"
+    good = (IMAGES / "ok.png").read_bytes()
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        bundle.writestr(f"{setup['prompts'][0]}_1.png", good)
+        bundle.writestr(f"{setup['prompts'][1]}_1.png", good + b"x" * 5000)
+    raw = bytearray(archive.read_bytes())
+    second = raw.find(f"{setup['prompts'][1]}_1.png".encode()) + 40  # in its deflate data
+    raw[second:second + 64] = bytes(64)
+    archive.write_bytes(bytes(raw))
+    results = ingest.ingest_batch(setup["model"], ingest.items_from_zip(archive))
+    assert [r.ok for r in results] == [True, False]
+    assert "corrupt in the archive" in results[1].reason
+
+
 def test_folder_by_file_name_and_bad_manifest(setup, tmp_path):
     folder = tmp_path / "gen"
     folder.mkdir()
