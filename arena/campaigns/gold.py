@@ -104,8 +104,9 @@ def replenish(*, voter_id: int, criterion: str, pool: int = 0,
 
 
 def _render_ahead(campaign_id: int, criterion: str, rng) -> dict:
-    """For a damaged pair that will need a new copy: the source chosen and its copy prepared
-    (arena.catalog.images.prepare), as ``make_pair(ready=...)`` takes them. Reads only."""
+    """For a damaged pair: the source image chosen, and either a copy of it that can be
+    reused or a new copy prepared (arena.catalog.images.prepare), as
+    ``make_pair(ready=...)`` takes them. Reads only; {} for a swapped pair."""
     campaign = db.session.get(Campaign, campaign_id)
     if campaign is None or AUTO_KINDS[criterion] != "damaged":
         return {}
@@ -114,10 +115,10 @@ def _render_ahead(campaign_id: int, criterion: str, rng) -> dict:
         return {}
     source_id, prompt, copy = _damage_plan(campaign, criterion, pool, rng)
     if copy is not None:
-        return {}
+        return {"source": (source_id, prompt), "copy_id": copy.id}
     source = db.session.get(Image, source_id)
     return {"source": (source_id, prompt),
-            "copy": images.prepare(damage(images.decode_stored(source), rng))}
+            "prepared": images.prepare(damage(images.decode_stored(source), rng))}
 
 
 def _at_cap(campaign: Campaign, criterion: str) -> bool:
@@ -136,14 +137,8 @@ def make_pair(campaign: Campaign, criterion: str, rng: np.random.Generator,
     pool = _campaign_images(campaign)
     if len(pool) < 2:
         return None
-    if ready and ready["source"] in pool:
-        source_id, prompt = ready["source"]
-        copy, _ = images.add_prepared(ready["copy"], model_id=None, prompt_id=prompt)
-        copy.source_id = copy.source_id or source_id
-        db.session.flush()
-        if copy.source_id == source_id \
-                and not _exists(criterion, source_id, copy.id, campaign.pool):
-            return _add(campaign, criterion, source_id, copy.id, prompt, "damaged")
+    if ready:
+        return _pair_from(campaign, criterion, pool, ready)
     for _ in range(attempts):
         if AUTO_KINDS[criterion] == "swapped":
             pair = _swapped(campaign, pool, rng)
@@ -152,6 +147,25 @@ def make_pair(campaign: Campaign, criterion: str, rng: np.random.Generator,
         if pair is not None:
             return pair
     return None
+
+
+def _pair_from(campaign: Campaign, criterion: str, pool, ready: dict) -> Comparison | None:
+    """The damaged pair planned by :func:`_render_ahead`, or None when it no longer fits
+    (another request took it meanwhile): nothing is ever rendered here, under the lock; the
+    next gold answer plans again."""
+    source_id, prompt = ready["source"]
+    if (source_id, prompt) not in pool:
+        return None
+    if "copy_id" in ready:
+        copy = db.session.get(Image, ready["copy_id"])
+    else:
+        copy, _ = images.add_prepared(ready["prepared"], model_id=None, prompt_id=prompt)
+        copy.source_id = copy.source_id or source_id
+        db.session.flush()
+    if copy is None or copy.source_id != source_id \
+            or _exists(criterion, source_id, copy.id, campaign.pool):
+        return None
+    return _add(campaign, criterion, source_id, copy.id, prompt, "damaged")
 
 
 def _campaign_images(campaign: Campaign) -> list[tuple[int, int]]:

@@ -219,11 +219,13 @@ def test_a_new_gold_copy_is_rendered_before_the_write_lock(live, ctx):
     try:
         voter = new_voter()
         rng = np.random.default_rng(9)
-        for _ in range(8):  # past the initial supply: new copies are made
+        for _ in range(30):  # until past the initial supply, new copies are made
             session = matchmaking.start_session(voter, rng, "preference")
             for task in session.tasks:
                 answer(voter, task, "left")
-                gold.replenish(voter_id=voter.id, criterion="preference")
+                gold.replenish(voter_id=voter.id, criterion="preference", rng=rng)
+            if len(events) >= 6:
+                break
     finally:
         storage.put = put
         event.remove(engine, "begin", on_begin)
