@@ -42,6 +42,13 @@ def get_campaign(name: str) -> Campaign:
     return one_or_not_found(Campaign, f"no campaign named {name!r}", Campaign.name == name)
 
 
+def get_published(name: str) -> Campaign:
+    """A campaign the public may see: a draft (its models, prompts, criteria) is the
+    operators' until it is published, and reads as not found."""
+    return one_or_not_found(Campaign, f"no campaign named {name!r}", Campaign.name == name,
+                            Campaign.published_at.is_not(None))
+
+
 def create_campaign(name: str, prompt_set: str, model_names: list[str],
                     criteria: list[str] | None = None, images_per_model: int = 4,
                     target_votes: int = 26) -> Campaign:
@@ -168,8 +175,9 @@ class Summary:
     needed: int
 
 
-def summaries() -> list[Summary]:
-    """Every campaign, newest first, with its totals: two queries however many there are."""
+def summaries(published_only: bool = False) -> list[Summary]:
+    """Every campaign (or every published one), newest first, with its totals: two queries
+    however many there are."""
     totals = {row[0]: row[1:] for row in db.session.execute(
         select(Comparison.campaign_id,
                func.coalesce(func.sum(at_most(Comparison.votes_count,
@@ -179,10 +187,12 @@ def summaries() -> list[Summary]:
         .group_by(Comparison.campaign_id))}
     models = (select(func.count()).where(campaign_models.c.campaign_id == Campaign.id)
               .correlate(Campaign).scalar_subquery())
-    rows = db.session.execute(
-        select(Campaign.id, Campaign.name, PromptSet.name, models, Campaign.published_at)
-        .join(PromptSet, PromptSet.id == Campaign.prompt_set_id)
-        .order_by(Campaign.created_at.desc(), Campaign.id.desc())).all()
+    query = (select(Campaign.id, Campaign.name, PromptSet.name, models, Campaign.published_at)
+             .join(PromptSet, PromptSet.id == Campaign.prompt_set_id)
+             .order_by(Campaign.created_at.desc(), Campaign.id.desc()))
+    if published_only:
+        query = query.where(Campaign.published_at.is_not(None))
+    rows = db.session.execute(query).all()
     return [Summary(name, set_name, n_models, published is not None,
                     int(totals.get(cid, (0, 0))[0]), int(totals.get(cid, (0, 0))[1]))
             for cid, name, set_name, n_models, published in rows]

@@ -13,11 +13,12 @@ bp = Blueprint("campaign", __name__, url_prefix="/campaigns")
 
 @bp.get("/")
 def index():
-    return render_template("campaign/index.html", campaigns=campaigns.summaries())
+    return render_template("campaign/index.html",
+                           campaigns=campaigns.summaries(published_only=True))
 
 
 @bp.get("/<path:name>")
 def show(name: str):
-    report = progress(campaigns.get_campaign(name))
+    report = progress(campaigns.get_published(name))
     charts = {label: bar_rows(counts) for label, counts in report.demographics.items()}
     return render_template("campaign/show.html", report=report, charts=charts)

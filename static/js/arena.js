@@ -1,7 +1,8 @@
 // Arena voter page behaviour. Plain forms work without this file; it adds:
 // - Continue stays disabled until an image is chosen, and the response time is measured;
 // - alignment captions are revealed one word at a time before the voter may confirm having
-//   read them (the server keeps the images disabled until it accepts that confirmation).
+//   read them (the server keeps the images disabled until it accepts that confirmation);
+// - the leaderboard's criterion tabs carry the filters chosen on the page.
 (function () {
   "use strict";
 
@@ -46,6 +47,21 @@
       .querySelectorAll("form.task").forEach(initCard);
     if (root && root.matches && root.matches("form.task")) initCard(root);
   }
+
+  // Leaderboard: the criterion tabs keep the filters chosen since the page loaded (htmx
+  // swaps the board and the URL, not the tabs, which the server rendered with the filters
+  // of the page load).
+  document.addEventListener("click", function (event) {
+    var tab = event.target.closest && event.target.closest(".tabs a");
+    var form = document.querySelector("form.filters");
+    if (!tab || !form) return;
+    var params = new URLSearchParams(new FormData(form));
+    params.set("criterion", new URL(tab.href).searchParams.get("criterion") || "");
+    Array.from(params.keys()).forEach(function (key) {
+      if (params.get(key) === "") params.delete(key);
+    });
+    tab.href = form.getAttribute("action") + "?" + params.toString();
+  });
 
   document.addEventListener("DOMContentLoaded", function () { initAll(document); });
   document.addEventListener("htmx:after:process", function (e) { initAll(e.target); });

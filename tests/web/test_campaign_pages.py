@@ -1,5 +1,6 @@
 import io
 
+import numpy as np
 import pytest
 from sqlalchemy import func, select
 
@@ -74,12 +75,18 @@ def test_define_publish_add_model_and_gold_pair_on_the_web(client, operator, app
 
 
 def test_progress_pages(client, operator, app):
+    """Drafts are the operators' (the phone audit found them on the public list): the public
+    list and pages show a campaign once it is published."""
     with app.app_context():
-        campaigns.create_campaign("Draft one", "DrawBench", ["A", "B"])
+        draft = campaigns.create_campaign("Draft one", "DrawBench", ["A", "B"])
+        campaigns.create_campaign("Live one", "DrawBench", ["A", "B"], ["preference"])
+        campaigns.publish(campaigns.get_campaign("Live one"), np.random.default_rng(0))
+        assert draft.published_at is None
     listing = client.get("/campaigns/").get_data(as_text=True)
-    assert "Draft one" in listing and "not published" in listing
-    page = client.get("/campaigns/Draft one").get_data(as_text=True)
-    assert "0</strong> of 0 votes" in page and "No comparisons yet" in page
+    assert "Live one" in listing and "Draft one" not in listing
+    assert client.get("/campaigns/Draft one").status_code == 404
+    page = client.get("/campaigns/Live one").get_data(as_text=True)
+    assert "of" in page and "votes" in page
     assert client.get("/campaigns/none").status_code == 404
 
 
