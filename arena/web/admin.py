@@ -51,7 +51,14 @@ def _refused(exc, status, **_):
 def home():
     if _operator() is None:
         return render_template("admin/sign_in.html")
-    return _page()
+    return _page(notice=session.pop("admin_notice", None))
+
+
+def _done(notice: str):
+    """After a change: back to the page with what happened (post, redirect, get: reloading
+    the page shows it again instead of sending the form twice)."""
+    session["admin_notice"] = notice
+    return redirect(url_for("admin.home"), 303)
 
 
 @bp.post("/sign-in")
@@ -84,8 +91,7 @@ def create():
         form.get("name", ""), form.get("prompt_set", ""), form.getlist("models"),
         form.getlist("criteria"), int_arg("images_per_model", 4, 1, 16, form),
         int_arg("target_votes", 26, 1, 10_000, form))
-    return _page(notice=f"Created {campaign.name}. Publish it when the models have their "
-                 "images.")
+    return _done(f"Created {campaign.name}. Publish it when the models have their images.")
 
 
 @bp.post("/campaigns/<int:campaign_id>/publish")
@@ -94,7 +100,7 @@ def create():
 def publish(campaign_id: int):
     campaign = campaigns.get_campaign_by_id(campaign_id)
     added = campaigns.publish(campaign)
-    return _page(notice=f"Published {campaign.name}: {added} comparisons added.")
+    return _done(f"Published {campaign.name}: {added} comparisons added.")
 
 
 @bp.post("/campaigns/<int:campaign_id>/models")
@@ -103,7 +109,7 @@ def publish(campaign_id: int):
 def add_model(campaign_id: int):
     campaign = campaigns.get_campaign_by_id(campaign_id)
     added = campaigns.add_model(campaign, request.form.get("model", ""))
-    return _page(notice=f"Model joined {campaign.name}: {added} comparisons added.")
+    return _done(f"Model joined {campaign.name}: {added} comparisons added.")
 
 
 @bp.post("/campaigns/<int:campaign_id>/gold")
@@ -118,4 +124,4 @@ def add_gold(campaign_id: int):
     pair = campaigns.add_gold_pair(campaign, request.form.get("criterion", ""), correct.read(),
                                    wrong.read(), prompt_id,
                                    names=(correct.filename, wrong.filename))
-    return _page(notice=f"Gold pair {pair.id} added to {campaign.name}.")
+    return _done(f"Gold pair {pair.id} added to {campaign.name}.")

@@ -46,7 +46,10 @@ def test_define_publish_add_model_and_gold_pair_on_the_web(client, operator, app
         "csrf_token": token, "name": "Spring", "prompt_set": "DrawBench",
         "criteria": ["preference", "alignment"], "models": ["A", "B"],
         "images_per_model": "2", "target_votes": "10"})
-    assert created.status_code == 200 and "Created Spring" in created.get_data(as_text=True)
+    # post, redirect, get: a reload shows the page, it does not send the form again
+    assert created.status_code == 303 and created.headers["Location"].endswith("/admin/")
+    assert "Created Spring" in client.get("/admin/").get_data(as_text=True)
+    assert "Created Spring" not in client.get("/admin/").get_data(as_text=True)
     bad = client.post("/admin/campaigns", data={"csrf_token": token, "name": "Spring",
                                                 "prompt_set": "DrawBench", "models": ["A"]})
     assert bad.status_code == 409 and "exists already" in bad.get_data(as_text=True)
@@ -55,14 +58,17 @@ def test_define_publish_add_model_and_gold_pair_on_the_web(client, operator, app
         assert campaign.criteria_list == ["preference", "alignment"]
         cid = campaign.id
     assert "Published Spring" in client.post(f"/admin/campaigns/{cid}/publish",
-                                             data={"csrf_token": token}).get_data(as_text=True)
+                                             data={"csrf_token": token},
+                                             follow_redirects=True).get_data(as_text=True)
     joined = client.post(f"/admin/campaigns/{cid}/models", data={"csrf_token": token,
-                                                                  "model": "C"})
+                                                                  "model": "C"},
+                         follow_redirects=True)
     assert "Model joined Spring" in joined.get_data(as_text=True)
     gold = client.post(f"/admin/campaigns/{cid}/gold", content_type="multipart/form-data",
                        data={"csrf_token": token, "criterion": "preference",
                              "correct": (io.BytesIO((IMAGES / "ok.png").read_bytes()), "g.png"),
-                             "wrong": (io.BytesIO((IMAGES / "ok.jpg").read_bytes()), "w.jpg")})
+                             "wrong": (io.BytesIO((IMAGES / "ok.jpg").read_bytes()), "w.jpg")},
+                       follow_redirects=True)
     assert "Gold pair" in gold.get_data(as_text=True)
     junk = client.post(f"/admin/campaigns/{cid}/gold", content_type="multipart/form-data",
                        data={"csrf_token": token, "criterion": "preference",
