@@ -250,6 +250,9 @@ class Task(db.Model):
     # when the voter confirmed reading the caption (alignment), on the server's clock
     read_confirmed_at: Mapped[datetime | None] = mapped_column(DateTime)
     answered_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # set (with answered_at) when the voter skipped it ("can't decide"): no vote, and it does
+    # not count towards a panel's completion
+    skipped_at: Mapped[datetime | None] = mapped_column(DateTime)
 
     session: Mapped[VotingSession] = relationship(back_populates="tasks")
     comparison: Mapped[Comparison] = relationship()

@@ -169,7 +169,7 @@ def standing(voter: Voter) -> Standing | None:
         return None
     campaign = db.session.get(Campaign, voter.pool)
     answered = db.session.scalar(select(func.count()).select_from(Task).where(
-        Task.voter_id == voter.id, Task.answered_at.is_not(None)))
+        Task.voter_id == voter.id, Task.answered_at.is_not(None), Task.skipped_at.is_(None)))
     done = answered >= campaign.panel_tasks
     url = campaign.return_url.replace("{code}", campaign.completion_code) \
         if done and campaign.return_url else None
@@ -180,7 +180,8 @@ def standing(voter: Voter) -> Standing | None:
 def completed_count(campaign: Campaign) -> int:
     """Participants who reached the completion code."""
     per_voter = (select(Task.voter_id).join(Voter, Voter.id == Task.voter_id)
-                 .where(Voter.pool == campaign.id, Task.answered_at.is_not(None))
+                 .where(Voter.pool == campaign.id, Task.answered_at.is_not(None),
+                        Task.skipped_at.is_(None))
                  .group_by(Task.voter_id)
                  .having(func.count() >= campaign.panel_tasks).subquery())
     return db.session.scalar(select(func.count()).select_from(per_voter))

@@ -143,6 +143,31 @@ def confirm_read(voter: Voter, task_id: int, now: datetime | None = None) -> Tas
     return task  # (expired by the commit: what the caller reads of it is read afresh)
 
 
+def skip(voter: Voter, task_id: int, now: datetime | None = None) -> Task:
+    """The voter cannot decide (or will not judge this pair): the task is closed without a
+    vote, so it moves nothing, and the session goes on. Commits. Skipping twice, or a task
+    already voted on, changes nothing.
+
+    Raises
+    ------
+    TaskNotFound, NotYourTask
+    """
+    task = owned_task(voter, task_id)
+    if task.answered_at is not None:
+        return task
+    now = now or utcnow()
+    task_id = task.id
+
+    def write():
+        with write_transaction():
+            db.session.execute(update(Task).where(Task.id == task_id,
+                                                  Task.answered_at.is_(None))
+                               .values(answered_at=now, skipped_at=now))
+
+    retry_on_lock(write)
+    return task
+
+
 def _still_revealing(wait_ms: int) -> StillRevealing:
     return StillRevealing("the caption is still being revealed: read it to the end, then "
                           "confirm", retry_after_ms=wait_ms)

@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
 from arena.config import CRITERIA
-from arena.errors import Invalid
+from arena.errors import Conflict, Invalid
 from arena.extensions import db
 from arena.infra.database import at_least, at_most, retry_on_lock, write_transaction
 from arena.models import (
@@ -44,6 +44,10 @@ __all__ = ["InvalidVote", "NotYourTask", "TaskNotFound", "VoteResult", "cast_vot
 
 class InvalidVote(Invalid):
     pass
+
+
+class TaskSkipped(Conflict):
+    """A vote on a task the voter skipped."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,8 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
         Malformed choice or response time.
     """
     context = _context(voter, task_id)
+    if context.skipped_at is not None:
+        raise TaskSkipped("this task was skipped; go on with the next one")
     if context.answered_at is not None:
         return VoteResult(accepted=False, session_id=context.session_id, duplicate=True)
     if context.captioned and context.read_confirmed_at is None:
@@ -168,7 +174,7 @@ def _context(voter: Voter, task_id: int):
     TaskNotFound, NotYourTask
     """
     row = db.session.execute(
-        select(Task.id, Task.voter_id, Task.answered_at, Task.read_confirmed_at,
+        select(Task.id, Task.voter_id, Task.answered_at, Task.skipped_at, Task.read_confirmed_at,
                Task.shown_at, Task.issued_at, Task.left_image_id, Task.right_image_id,
                VotingSession.public_id.label("session_id"),
                Comparison.id.label("comparison_id"), Comparison.criterion,

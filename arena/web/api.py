@@ -89,6 +89,15 @@ def confirm_read(task_id: int):
     return jsonify(read_confirmed=True)
 
 
+@bp.post("/tasks/<int:task_id>/skip")
+@limits.per_voter("RATE_LIMIT_VOTES")
+@limits.per_network("RATE_LIMIT_NETWORK_VOTES")
+def skip(task_id: int):
+    """The voter cannot decide: the task closes without a vote."""
+    tasks.skip(voters.require_voter(bearer_token()), task_id)
+    return jsonify(skipped=True)
+
+
 @bp.post("/tasks/<int:task_id>/vote")
 @limits.per_voter("RATE_LIMIT_VOTES")
 @limits.per_network("RATE_LIMIT_NETWORK_VOTES")

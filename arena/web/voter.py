@@ -162,6 +162,18 @@ def confirm_read(task_id: int):
     return redirect(url_for("voter.show_session", public_id=task.session.public_id), 303)
 
 
+@bp.post("/t/<int:task_id>/skip")
+@limits.per_voter("RATE_LIMIT_VOTES")
+@limits.per_network("RATE_LIMIT_NETWORK_VOTES")
+@renders_errors(_render_task_error)
+def skip(task_id: int):
+    """The voter cannot decide: no vote, the next task."""
+    task = tasks.skip(_require_voter(), task_id)
+    if is_htmx():
+        return _render_card(task.session)
+    return redirect(url_for("voter.show_session", public_id=task.session.public_id), 303)
+
+
 @bp.post("/t/<int:task_id>")
 @limits.per_voter("RATE_LIMIT_VOTES")
 @limits.per_network("RATE_LIMIT_NETWORK_VOTES")

@@ -73,9 +73,9 @@ def _check_screen(page, with_caption: bool) -> list[str]:
         box = card.locator("label.choice img").nth(k).bounding_box()
         if box and min(box["width"], box["height"]) < 100:
             problems.append(f"image {k + 1} only {box['width']:.0f} px")
-    continue_button = card.get_by_role("button", name="Continue")
-    problems += _within(page, continue_button, "Continue")
-    problems += _too_small(continue_button, "Continue")
+    for label in ("Continue", "Can't decide"):
+        button = card.get_by_role("button", name=label)
+        problems += _within(page, button, label) + _too_small(button, label)
     for k in range(2):
         problems += _too_small(card.locator("label.choice").nth(k), f"image {k + 1}")
     for link in page.locator("header a, header button").all():

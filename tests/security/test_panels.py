@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from arena.campaigns import campaigns, panels
 from arena.catalog import ingest
 from arena.extensions import db
-from arena.models import Comparison, Prompt, Task, Voter
+from arena.models import Comparison, Prompt, Task, Vote, Voter
 from tests.factories import make_model, make_owner, make_prompt_set
 from tests.web.helpers import api_session, confirm_read_if_asked, csrf_token, task_id
 
@@ -164,3 +164,22 @@ def test_the_operator_opens_a_panel_from_the_command_line(app, two_campaigns, ru
     assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in prolific.output
     bad = runner.invoke(args=["campaign", "panel", "Open", "--code", ""])
     assert bad.exit_code == 1 and "completion code" in bad.output
+
+
+def test_skipping_does_not_earn_the_completion_code(app, two_campaigns):
+    """"Can't decide" closes a task without a vote. A participant who skipped everything
+    would otherwise walk to the completion code (and the payment) without judging a pair."""
+    key, _ = two_campaigns
+    client, _ = join(app, key)
+    html = client.get("/").get_data(as_text=True)
+    location = client.post("/start", data={"csrf_token": csrf_token(html)}).headers["Location"]
+    html = client.get(location).get_data(as_text=True)
+    skipped = 0
+    while task_id(html) is not None and skipped < 4:
+        response = client.post(f"/t/{task_id(html)}/skip", data={"csrf_token": csrf_token(html)})
+        assert response.status_code == 303
+        html = client.get(response.headers["Location"]).get_data(as_text=True)
+        skipped += 1
+    assert skipped >= 2 and "C0DE42" not in html
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Vote)) == 0

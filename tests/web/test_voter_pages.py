@@ -2,7 +2,7 @@ import re
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
 from arena.extensions import db
 from arena.models import Comparison, Task, Vote, Voter, VotingSession
@@ -251,3 +251,26 @@ def test_uninitialised_database_gets_a_clear_503(tmp_path):
         from arena.extensions import db
 
         db.engine.dispose()
+
+
+def test_cant_decide_skips_without_a_vote_on_every_channel(client, app, web_campaign):
+    """The phone audit: no escape from a pair one cannot judge. "Can't decide" closes the
+    task without a vote (nothing moves) and shows the next; a vote on it afterwards is
+    refused; the API has the same."""
+    location = start_session(client).headers["Location"]
+    html = client.get(location).get_data(as_text=True)
+    first = task_id(html)
+    assert "Can't decide" in html
+    html = client.post(f"/t/{first}/skip", data={"csrf_token": csrf_token(html)},
+                       headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert task_id(html) not in (None, first) and "Question 2 of" in html
+    again = client.post(f"/t/{first}", data={"csrf_token": csrf_token(html), "choice": "left"})
+    assert again.status_code == 409
+    body = client.post("/api/v1/sessions", json={}).json
+    skipped = client.post(f"/api/v1/tasks/{body['tasks'][0]['task_id']}/skip",
+                          headers={"Authorization": f"Bearer {body['voter_token']}"})
+    assert skipped.status_code == 200 and skipped.json == {"skipped": True}
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Vote)) == 0
+        assert db.session.scalar(select(func.count()).select_from(Task)
+                                 .where(Task.skipped_at.is_not(None))) == 2
