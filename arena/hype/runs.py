@@ -171,6 +171,9 @@ def start_stage(run: HypeRun, voter: Voter, kind: str, rng: np.random.Generator,
             raise NotQualified("you can try the qualification again later")
         if status == "open":
             return open_stage
+        problem = readiness(run)
+        if problem is not None:
+            raise Conflict(f"this run cannot start yet ({problem}): ask its operator")
         model, total = None, current_app.config["HYPE_QUALIFICATION_TRIALS"]
         fakes = _qualification_fakes(run, total, rng)
     else:
@@ -196,6 +199,23 @@ def start_stage(run: HypeRun, voter: Voter, kind: str, rng: np.random.Generator,
     presentation.refresh_padding(run)
     db.session.commit()
     return stage
+
+
+def readiness(run: HypeRun) -> str | None:
+    """Why an evaluator could not complete ``run`` (too few real images, or too few images of
+    a model for the scored task), or None when it can run. Checked before the qualification:
+    the audit passed a 100-image check only to be refused the task."""
+    scored = _scored_trials(run.mode)
+    fakes_needed, reals_needed = scored // 2, scored - scored // 2
+    reals = db.session.scalar(select(func.count()).select_from(Image)
+                              .where(Image.is_real.is_(True)))
+    if reals < reals_needed:
+        return f"not enough real images: {reals} available, {reals_needed} needed"
+    for model in run.models:
+        have = db.session.scalar(select(func.count()).select_from(_fakes_of(model).subquery()))
+        if have < fakes_needed:
+            return f"not enough images of {model.name}: {have} available, {fakes_needed} needed"
+    return None
 
 
 def _fakes_of(model: GenModel):

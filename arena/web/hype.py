@@ -32,6 +32,7 @@ def _render_run(run, voter, error: str | None = None, status: int = 200):
     state, _ = runs.qualification_status(run, voter) if voter else ("none", None)
     cfg = current_app.config
     return render_template("hype/run.html", run=run, status=state, error=error,
+                           blocked=runs.readiness(run) if state == "none" else None,
                            trials=cfg["HYPE_INFINITY_TRIALS"],
                            qualification=cfg["HYPE_QUALIFICATION_TRIALS"],
                            pass_rate=cfg["HYPE_QUALIFICATION_PASS"]), status

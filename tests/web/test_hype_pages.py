@@ -53,6 +53,32 @@ def test_scored_task_refused_before_qualifying(client, pilot):
         as_text=True)
 
 
+def test_a_run_that_cannot_finish_says_so_before_the_check(client, pilot, app):
+    """The phone audit passed a 100-image qualification on a HYPE-time run that could never
+    start (too few images) and was refused only then. Now the run page says so and no check
+    is started."""
+    from sqlalchemy import func, select
+
+    from arena.extensions import db
+    from arena.models import HypeStage
+
+    app.config["HYPE_INFINITY_TRIALS"] = 40  # 20 reals and 20 fakes of each model needed
+    html = client.get("/hype/Pilot").get_data(as_text=True)
+    assert "cannot start yet" in html and "Start the check" not in html
+    response = client.post("/hype/Pilot/start", data={"csrf_token": csrf_token(html),
+                                                      "kind": "qualification"})
+    assert response.status_code == 409
+    assert "not enough real images: 6 available, 20 needed" in response.get_data(
+        as_text=True)
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(HypeStage)) == 0
+        app.config["HYPE_INFINITY_TRIALS"] = 10  # 5 reals (6 exist), 5 of each model (3)
+        assert runs.readiness(runs.get_run("Pilot")) == \
+            "not enough images of model-0: 3 available, 5 needed"
+        app.config["HYPE_INFINITY_TRIALS"] = 6
+        assert runs.readiness(runs.get_run("Pilot")) is None
+
+
 def test_stages_are_private_and_answers_validated(client, pilot, app):
     location, html = start(client)
     assert app.test_client().get(location).status_code == 403
