@@ -63,6 +63,18 @@
     tab.href = form.getAttribute("action") + "?" + params.toString();
   });
 
+  // Forms whose answer takes a moment (drawing a HYPE task): the button says so and cannot
+  // be pressed twice.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.classList || !form.classList.contains("busy-on-submit")) return;
+    form.querySelectorAll("button[type=submit]").forEach(function (button) {
+      button.disabled = true;
+      button.setAttribute("aria-busy", "true");
+      button.textContent = "Preparing your images…";
+    });
+  });
+
   document.addEventListener("DOMContentLoaded", function () { initAll(document); });
   document.addEventListener("htmx:after:process", function (e) { initAll(e.target); });
   document.addEventListener("htmx:after:swap", function () { initAll(document); });
