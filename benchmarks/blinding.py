@@ -148,6 +148,7 @@ def main() -> None:
     app = create_app({"INSTANCE_PATH": str(tmp), "SECRET_KEY": "bench",
                       "PSEUDONYM_KEY": "bench", "RATELIMIT_ENABLED": False,
                       "VALIDATION_RATE": 0.0, "HYPE_QUALIFICATION_TRIALS": 40,
+                      "HYPE_INFINITY_TRIALS": 20,  # (the run must be completable to start)
                       "HYPE_QUALIFICATION_PASS": 0.0})
     rng = np.random.default_rng(7)
     build(app, tmp, rng)

@@ -40,8 +40,9 @@ def textured(rng, width: int, height: int, tint) -> bytes:
 def hype_run(app, tmp_path):
     """Reals 640x480, model A's fakes 512x512, model B's 300x400: the sizes of the audit.
     (Presented at the small size here, to keep the test quick; the sizes are settings.)"""
-    app.config.update(HYPE_QUALIFICATION_TRIALS=40, HYPE_QUALIFICATION_PASS=0.0,
-                      HYPE_PRESENT_SIZE=384, PRESENT_SIZES=(384, 768))
+    app.config.update(HYPE_QUALIFICATION_TRIALS=40, HYPE_INFINITY_TRIALS=20,
+                      HYPE_QUALIFICATION_PASS=0.0, HYPE_PRESENT_SIZE=384,
+                      PRESENT_SIZES=(384, 768))
     rng = np.random.default_rng(1)
     reals = tmp_path / "reals"
     reals.mkdir()

@@ -100,7 +100,7 @@ def test_voiding_the_hard_trials_flags_the_evaluator(timed, ctx):
 def test_clearing_cookies_does_not_skip_the_retry_delay(app, tmp_path):
     """A failed evaluator came back with a new cookie and qualified at once. The delay now
     holds for their network as well."""
-    app.config.update(HYPE_QUALIFICATION_TRIALS=4)
+    app.config.update(HYPE_QUALIFICATION_TRIALS=4, HYPE_INFINITY_TRIALS=4)
     reals = tmp_path / "reals"
     reals.mkdir()
     for k in range(6):
@@ -195,7 +195,7 @@ def test_answering_wrong_on_purpose_is_left_out(timed):
 def test_qualifications_opened_early_do_not_pre_empt_the_retry_delay(app, tmp_path):
     """Evaluators B, C and D opened qualifications on A's network before A failed, then
     finished theirs. A failure on the network now holds every open qualification on it."""
-    app.config.update(HYPE_QUALIFICATION_TRIALS=4)
+    app.config.update(HYPE_QUALIFICATION_TRIALS=4, HYPE_INFINITY_TRIALS=4)
     with app.app_context():
         make_campaign(n_prompts=2, n_models=2, images_per_model=3, gold=False)
         reals = tmp_path / "reals"
