@@ -156,10 +156,7 @@ def show_session(public_id: str):
 @renders_errors(_render_task_error)
 def confirm_read(task_id: int):
     """The voter confirms having read the caption; the images become selectable."""
-    task = tasks.confirm_read(_require_voter(), task_id)
-    if is_htmx():
-        return _render_card(task.session)
-    return redirect(url_for("voter.show_session", public_id=task.session.public_id), 303)
+    return _card_after(tasks.confirm_read(_require_voter(), task_id))
 
 
 @bp.post("/t/<int:task_id>/skip")
@@ -168,7 +165,11 @@ def confirm_read(task_id: int):
 @renders_errors(_render_task_error)
 def skip(task_id: int):
     """The voter cannot decide: no vote, the next task."""
-    task = tasks.skip(_require_voter(), task_id)
+    return _card_after(tasks.skip(_require_voter(), task_id))
+
+
+def _card_after(task):
+    """The session's card after ``task`` changed: swapped in by htmx, else post/redirect/get."""
     if is_htmx():
         return _render_card(task.session)
     return redirect(url_for("voter.show_session", public_id=task.session.public_id), 303)
