@@ -77,4 +77,44 @@ def _make_app():
     return create_app()
 
 
-main = FlaskGroup(create_app=_make_app, help="Arena: human evaluation of image models.")
+# What ``arena --help`` lists, so that listing needs neither the app nor the command modules
+# (building the app imports Alembic, SciPy and every view: over a second). A test holds this
+# table equal to the commands the app registers.
+COMMAND_SUMMARIES = {
+    "campaign": "Benchmark campaigns: define, publish, add models and gold pairs, follow progress.",
+    "db": "Perform database migrations.",
+    "demo": "Create the database and load the demo campaign (does nothing if already loaded).",
+    "elo": "Online Elo ratings.",
+    "hype": "HYPE real/fake evaluation.",
+    "images": "Stored images.",
+    "import": "Import a model's images from a folder or a .zip.",
+    "import-prompts": "Import a prompt set from a CSV/TSV (Prompt, Category columns) or JSON lines "
+                      "file.",
+    "limiter": "Flask-Limiter maintenance & utility commands",
+    "model": "Models taking part.",
+    "owner": "Model owner accounts.",
+    "rank": "Rank models with Bradley-Terry or Elo, with 95% intervals and rank sets.",
+    "routes": "Show the routes for the app.",
+    "run": "Run a development server.",
+    "serve": "Serve the app with gunicorn (upgrading the database schema first).",
+    "shell": "Run a shell in the app context.",
+    "token": "Staff API tokens: analysts (exports) and operators (the /admin pages).",
+}
+
+
+class ArenaGroup(FlaskGroup):
+    """Flask's command group, except that listing the commands (``arena --help``) reads
+    :data:`COMMAND_SUMMARIES` instead of building the app; running one builds it as before."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_SUMMARIES)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        limit = formatter.width - 6 - max(len(name) for name in COMMAND_SUMMARIES)
+        rows = [(name, click.Command(name, help=COMMAND_SUMMARIES[name]).get_short_help_str(limit))
+                for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+main = ArenaGroup(create_app=_make_app, help="Arena: human evaluation of image models.")

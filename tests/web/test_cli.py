@@ -45,3 +45,42 @@ def test_demo_then_elo_replay(runner, app):
 def test_db_upgrade_is_idempotent(runner):
     result = runner.invoke(args=["db", "upgrade"])
     assert result.exit_code == 0, result.output
+
+
+def test_arena_help_lists_exactly_the_registered_commands_without_building_the_app(
+        tmp_path, monkeypatch):
+    """``arena --help`` reads a table instead of building the app; the table must say what the
+    app would register, word for word."""
+    from click.testing import CliRunner
+    from flask.cli import FlaskGroup
+
+    from arena import cli, create_app
+
+    monkeypatch.setenv("ARENA_INSTANCE_PATH", str(tmp_path))
+    eager = FlaskGroup(create_app=create_app, help=cli.main.help)
+    expected = CliRunner().invoke(eager, ["--help"], prog_name="arena")
+    assert expected.exit_code == 0, expected.output
+
+    def no_app():
+        raise AssertionError("arena --help built the app")
+
+    lazy = cli.ArenaGroup(create_app=no_app, help=cli.main.help)
+    listed = CliRunner().invoke(lazy, ["--help"], prog_name="arena")
+    assert listed.exit_code == 0, listed.output
+    assert listed.output == expected.output
+    assert "rank " in listed.output
+
+
+def test_arena_help_starts_without_importing_the_app(tmp_path):
+    """The modules that make start-up slow (Alembic, SciPy, the views) stay unimported."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from arena.cli import main\n"
+             "try: main(['--help'], prog_name='arena')\n"
+             "except SystemExit: pass\n"
+             "print(sorted(m for m in ('alembic', 'scipy', 'numpy', 'arena.web', 'sqlalchemy')"
+             " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, env={"ARENA_INSTANCE_PATH": str(tmp_path), "PATH": ""})
+    assert out.stdout.strip().splitlines()[-1] == "[]"
