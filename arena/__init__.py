@@ -116,12 +116,11 @@ def configure_proxies(app: Flask) -> None:
 
 
 def configure_extensions(app: Flask) -> None:
-    from arena.extensions import compress, csrf, db, limiter, migrate
+    from arena.extensions import compress, csrf, db, limiter
     from arena.infra import database  # noqa: F401  (registers the SQLite engine hooks)
     from arena.infra.storage import LocalStorage
 
     db.init_app(app)
-    migrate.init_app(app, db, directory=str(PACKAGE_DIR / "migrations"), render_as_batch=True)
     csrf.init_app(app)
     limiter.init_app(app)
     compress.init_app(app)  # HTML, CSS, JS, JSON; never images (their bytes are the blinding)

@@ -3,7 +3,6 @@
 from flask import current_app, request
 from flask_compress import Compress
 from flask_limiter import Limiter
-from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect
 from sqlalchemy import MetaData
@@ -32,7 +31,6 @@ def client_network() -> str:
 
 
 db = SQLAlchemy(model_class=Base)
-migrate = Migrate()
 csrf = CSRFProtect()
 compress = Compress()
 limiter = Limiter(key_func=client_network)

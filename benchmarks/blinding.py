@@ -24,8 +24,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from flask_migrate import upgrade
 from PIL import Image as PILImage
+
+from arena.infra.instance import upgrade_schema
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -65,7 +66,7 @@ def photo(rng, width, height, tint, grain=6) -> bytes:
 
 def build(app, tmp: Path, rng) -> None:
     with app.app_context():
-        upgrade()
+        upgrade_schema()
         demo.load_demo(n_prompts=8, images_per_model=2)
         prompts = db.session.scalars(db.select(Prompt.id).limit(8)).all()
         for name, (w, h), grain in (("Square", (384, 384), 4), ("Tall", (288, 384), 12)):

@@ -17,8 +17,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
-from flask_migrate import upgrade
 from sqlalchemy import func, select
+
+from arena.infra.instance import upgrade_schema
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -35,7 +36,7 @@ def new_app(**config):
     app = create_app({"INSTANCE_PATH": str(tmp), "SECRET_KEY": "bench",
                       "PSEUDONYM_KEY": "bench", **config})
     with app.app_context():
-        upgrade()
+        upgrade_schema()
         demo.load_demo(n_prompts=6, images_per_model=2)
     return app
 

@@ -20,13 +20,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from flask_migrate import upgrade
 from synthetic import fill_votes, grow_campaign
 
 from arena import create_app
 from arena.analysis.leaderboard import rank_models
 from arena.analysis.tallies import tally, win_matrix
 from arena.extensions import db
+from arena.infra.instance import upgrade_schema
 from arena.models import GenModel
 from arena.voting.votes import ensure_ratings
 
@@ -48,7 +48,7 @@ def run(label: str, instance: Path, url: str | None, n_votes: int) -> None:
         config["DATABASE_URL"] = url
     app = create_app(config)
     with app.app_context():
-        upgrade()
+        upgrade_schema()
         models = [GenModel(name=f"model-{k}") for k in range(4)]
         db.session.add_all(models)
         db.session.commit()

@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from flask_migrate import upgrade
 from sqlalchemy import select
 from synthetic import grow_campaign
 
 from arena import create_app
 from arena.campaigns import demo
 from arena.extensions import db
+from arena.infra.instance import upgrade_schema
 from arena.models import Comparison
 from arena.voting import matchmaking, voters
 from arena.voting.votes import ensure_ratings
@@ -142,7 +142,7 @@ def make_app(tmp: Path, url: str | None):
         config["DATABASE_URL"] = url
     app = create_app(config)
     with app.app_context():
-        upgrade()
+        upgrade_schema()
         t0 = time.perf_counter()
         demo.load_demo()
         print(f"demo campaign loaded in {time.perf_counter() - t0:.1f} s")

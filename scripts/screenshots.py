@@ -13,12 +13,12 @@ import tempfile
 import threading
 from pathlib import Path
 
-from flask_migrate import upgrade
 from playwright.sync_api import sync_playwright
 from werkzeug.serving import make_server
 
 from arena import create_app
 from arena.campaigns import demo
+from arena.infra.instance import upgrade_schema
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 
@@ -29,7 +29,7 @@ def main(out: Path) -> None:
     app = create_app({"INSTANCE_PATH": str(tmp), "SECRET_KEY": "shots",
                       "PSEUDONYM_KEY": "shots", "VALIDATION_RATE": 0})
     with app.app_context():
-        upgrade()
+        upgrade_schema()
         demo.load_demo(n_prompts=4, images_per_model=2)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -11,10 +11,10 @@ import secrets
 import shutil
 
 import pytest
-from flask_migrate import upgrade
 
 from arena import create_app
 from arena.extensions import db
+from arena.infra.instance import upgrade_schema
 
 from .factories import make_campaign
 
@@ -44,7 +44,7 @@ def _migrate(config: dict) -> None:
     """Build a database through the migrations, then close every connection to it."""
     app = create_app(config)
     with app.app_context():
-        upgrade()
+        upgrade_schema()
         if db.engine.dialect.name == "sqlite":
             with db.engine.connect() as connection:  # fold the WAL into the file
                 connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -62,6 +62,21 @@ def _wrap(command: click.Command) -> None:
         _wrap(sub)
 
 
+class MigrationCommands(click.Group):
+    """``arena db ...``: stands in for Flask-Migrate's group, which is bound and imported only
+    when a ``db`` command is run (its context is the real group's)."""
+
+    def make_context(self, info_name, args, parent=None, **extra) -> click.Context:
+        from flask.cli import ScriptInfo
+        from flask_migrate.cli import db
+
+        from arena.infra.instance import bind_migrations
+
+        info = (parent.find_object(ScriptInfo) if parent else None) or ScriptInfo()
+        bind_migrations(info.load_app())
+        return db.make_context(info_name, args, parent=parent, **extra)
+
+
 def register(app: Flask) -> None:
     from arena.cli import accounts, analysis, campaigns, catalog, hype, server
 
@@ -69,6 +84,7 @@ def register(app: Flask) -> None:
         for command in module.COMMANDS:
             _wrap(command)
             app.cli.add_command(command)
+    app.cli.add_command(MigrationCommands("db", help=COMMAND_SUMMARIES["db"]))
 
 
 def _make_app():

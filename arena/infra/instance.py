@@ -6,7 +6,7 @@ import os
 import secrets
 from pathlib import Path
 
-from flask import current_app
+from flask import Flask, current_app
 
 from arena.config import SECRET_SETTINGS
 
@@ -36,11 +36,29 @@ def ensure_instance() -> list[str]:
     return written
 
 
+def bind_migrations(app: Flask) -> None:
+    """Bind Flask-Migrate to ``app`` on first use. Importing it imports Alembic (0.2 s), which
+    the server and commands that never migrate should not pay for."""
+    if "migrate" not in app.extensions:
+        from flask_migrate import Migrate
+
+        from arena.config import PACKAGE_DIR
+        from arena.extensions import db
+
+        Migrate(app, db, directory=str(PACKAGE_DIR / "migrations"), render_as_batch=True)
+
+
+def upgrade_schema(revision: str = "head") -> None:
+    """Bring the current app's schema to ``revision`` (the newest migration by default)."""
+    from flask_migrate import upgrade
+
+    bind_migrations(current_app)
+    upgrade(revision=revision)
+
+
 def upgrade_database() -> list[str]:
     """Persist the secrets, then bring the schema to the newest migration. Returns the
     names of the secrets written."""
-    from flask_migrate import upgrade
-
     written = ensure_instance()
-    upgrade()
+    upgrade_schema()
     return written
