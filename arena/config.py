@@ -42,7 +42,8 @@ class Defaults:
     IMAGES_PER_PROMPT = 4  # most images one model may have per prompt
     # Every image a voter or evaluator sees is a centre-cropped square at these sizes (px),
     # WebP at this quality: one size and one encoding, whatever the model or source.
-    PRESENT_SIZES = (384, 768)
+    # 1024 for 3x phones: a task image is ~290-340 CSS px wide there (900-1000 device px).
+    PRESENT_SIZES = (384, 768, 1024)
     PRESENT_QUALITY = 82
     HYPE_PRESENT_SIZE = 768  # HYPE images and masks, padded to one byte length per run
 

@@ -61,8 +61,10 @@ def make_model(name: str, owner: Owner | None = None) -> GenModel:
     return registry.register_model(owner, name)
 
 
-def make_campaign(n_prompts=2, n_models=3, images_per_model=2, gold=True, target_votes=26):
-    """Prompts, models, one distinct solid-colour image per (prompt, model, k), all pairwise
+def make_campaign(n_prompts=2, n_models=3, images_per_model=2, gold=True, target_votes=26,
+                  image_size=200):
+    """Prompts, models, one distinct solid-colour image per (prompt, model, k) of
+    ``image_size`` px, all pairwise
     comparisons for the three criteria and, with ``gold``, one validation pair per criterion.
     Returns a dict of the created rows."""
     prompt_set = make_prompt_set(
@@ -79,7 +81,7 @@ def make_campaign(n_prompts=2, n_models=3, images_per_model=2, gold=True, target
         for m_i, m in enumerate(models):
             for k in range(images_per_model):
                 color = (COLOURS[m_i % 5][0], (p_i * 37 + k * 11) % 256, COLOURS[m_i % 5][2])
-                imgs[(p.id, m.id, k)] = images.store(solid(color), model_id=m.id,
+                imgs[(p.id, m.id, k)] = images.store(solid(color, image_size), model_id=m.id,
                                                      prompt_id=p.id)
         db.session.flush()
     n = comparisons.build_comparisons([p.id for p in prompts], target_votes=target_votes)
