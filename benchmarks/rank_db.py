@@ -57,6 +57,11 @@ def run(label: str, instance: Path, url: str | None, n_votes: int) -> None:
         t0 = time.perf_counter()
         grow_campaign(282, criteria=("preference",))
         total = fill_votes(n_votes)
+        if db.engine.dialect.name == "postgresql":
+            # what autovacuum does soon after a bulk load: statistics (without them the
+            # planner expects 17 rows and sorts 2M on disk) and the visibility map
+            with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("VACUUM ANALYZE vote")
         build = time.perf_counter() - t0
         t_agg = median_s(lambda: win_matrix("preference"))
         t_voter = median_s(lambda: tally("preference"))
@@ -74,7 +79,7 @@ def run(label: str, instance: Path, url: str | None, n_votes: int) -> None:
           f"ratio {t_voter / t_agg:.1f}x")
     print(f"  rank_models, 1000 rounds resampling voters {t_rank * 1000:8.0f} ms")
     print(f"  `arena rank --criterion preference`, whole command, median of 3: "
-          f"{cli:.2f} s (target < 3 s)")
+          f"{cli:.2f} s (target < 1.5 s)")
 
 
 def main() -> None:

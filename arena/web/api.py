@@ -52,6 +52,16 @@ def health_check():
     return jsonify(health.check())
 
 
+@bp.get("/health/live")
+def health_live():
+    return jsonify(health.alive())
+
+
+@bp.get("/health/ready")
+def health_ready():
+    return jsonify(health.ready())
+
+
 # --- Voting -------------------------------------------------------------------------------
 
 
