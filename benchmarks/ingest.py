@@ -213,6 +213,8 @@ def run(label: str, url: str | None, args) -> None:
         stop(serve)
         stop(ceiling)
     report(label, arena, bare, args)
+    if url:
+        report_updates(url)
 
 
 def report(label: str, arena: dict, bare: dict, args) -> None:
@@ -230,6 +232,28 @@ def report(label: str, arena: dict, bare: dict, args) -> None:
     ceiling = bare.get("insert", {}).get("rps", 0.0)
     print(f"  votes/s {votes:.1f} against the bare INSERT's {ceiling:.1f}/s: ratio "
           f"{votes / ceiling if ceiling else float('nan'):.2f} (goal >= 0.5)")
+
+
+UPDATED = ("comparison", "task", "voter", "elo_rating")
+
+
+def report_updates(url: str) -> None:
+    """How PostgreSQL stored the run's updates of the rows a vote or a session changes: the
+    share updated in place (HOT, no index entry written) and the dead row versions left for
+    vacuum, from pg_stat_user_tables."""
+    import psycopg  # (the PostgreSQL driver; only this run needs it)
+
+    time.sleep(1.0)  # the statistics collector publishes what the servers counted
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as conn:
+        rows = conn.execute(
+            "SELECT s.relname, n_tup_upd, n_tup_hot_upd, n_dead_tup, n_live_tup,"
+            " coalesce(array_to_string(reloptions, ' '), '') FROM pg_stat_user_tables s"
+            " JOIN pg_class c ON c.oid = s.relid WHERE s.relname = ANY(%s)"
+            " ORDER BY s.relname", (list(UPDATED),)).fetchall()
+    print(f"  {'table':10s} {'updates':>8s} {'in place':>8s} {'dead':>7s} {'live':>7s}  options")
+    for name, updates, hot, dead, live, options in rows:
+        share = f"{hot / updates:.0%}" if updates else "-"
+        print(f"  {name:10s} {updates:8d} {share:>8s} {dead:7d} {live:7d}  {options}")
 
 
 def main() -> None:

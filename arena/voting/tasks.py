@@ -60,12 +60,21 @@ def owned_task(voter: Voter, task_id: int) -> Task:
 
 def for_display(task_id: int) -> Task:
     """Task ``task_id`` with everything a voter is shown of it (its session and that
-    session's tasks, its comparison and caption, both images) loaded in two statements."""
+    session's tasks with their images, for the next task's preload; its comparison and
+    caption; both images) loaded in two statements."""
     return db.session.scalars(
         select(Task).where(Task.id == task_id).options(
             joinedload(Task.comparison).joinedload(Comparison.prompt),
             joinedload(Task.left_image), joinedload(Task.right_image),
-            joinedload(Task.session).selectinload(VotingSession.tasks))).one()
+            joinedload(Task.session).selectinload(VotingSession.tasks).options(
+                joinedload(Task.left_image), joinedload(Task.right_image)))).one()
+
+
+def following(task: Task) -> Task | None:
+    """The task the voter gets after ``task`` in its session (the next one not yet answered
+    or skipped), from the session as :func:`for_display` loaded it; None after the last."""
+    return next((t for t in sorted(task.session.tasks, key=lambda t: t.position)
+                 if t.position > task.position and t.answered_at is None), None)
 
 
 def caption_of(task: Task) -> str | None:

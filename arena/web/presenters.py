@@ -46,6 +46,15 @@ def _side(task: Task, side: str, external: bool) -> dict:
             "srcset": ", ".join(f"{url} {size}w" for size, url in urls.items())}
 
 
+def preload_view(task: Task | None) -> list[dict]:
+    """What the page fetches ahead, at low priority, while the voter looks at the current
+    task: the next task's two images (the same srcset, so the browser picks the variant the
+    next card will show). Nothing for the last task of a session."""
+    if task is None:
+        return []
+    return [_side(task, side, external=False) for side in ("left", "right")]
+
+
 def api_task(task: Task) -> dict:
     view = task_view(task, external=True)
     task = {k: view[k] for k in API_TASK_FIELDS}

@@ -17,7 +17,7 @@ from arena.voting import matchmaking, tasks, voters, votes
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
 from arena.web import limits
 from arena.web.errors import error_response, renders_errors
-from arena.web.presenters import task_view
+from arena.web.presenters import preload_view, task_view
 from arena.web.requests import is_htmx
 
 bp = Blueprint("voter", __name__)
@@ -97,7 +97,8 @@ def _render_card(voting_session, warning: str | None = None, error: str | None =
         tasks.present([task])  # (commits: the task is then read again, all of it at once)
         task = tasks.for_display(task_id)
     context = {"session_id": voting_session.public_id, "warning": warning, "error": error,
-               "task": task_view(task) if task else None, "standing": standing}
+               "task": task_view(task) if task else None, "standing": standing,
+               "preload": preload_view(tasks.following(task)) if task else []}
     template = "voter/_card.html" if is_htmx() else "voter/session.html"
     response = current_app.make_response((render_template(template, **context), status))
     response.headers["Vary"] = "HX-Request"

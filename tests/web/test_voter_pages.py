@@ -274,3 +274,23 @@ def test_cant_decide_skips_without_a_vote_on_every_channel(client, app, web_camp
         assert db.session.scalar(select(func.count()).select_from(Vote)) == 0
         assert db.session.scalar(select(func.count()).select_from(Task)
                                  .where(Task.skipped_at.is_not(None))) == 2
+
+
+PRELOAD = re.compile(r'<link rel="preload" as="image" href="[^"]+" imagesrcset="([^"]+)"')
+SRCSET = re.compile(r'<img src="[^"]+" srcset="([^"]+)"')
+
+
+def test_each_card_preloads_the_next_tasks_images_only(client, web_campaign, app):
+    """The card fetches ahead exactly the images the next card shows (the same per-task
+    names and sizes), and nothing on the last card of a session."""
+    app.config["VALIDATION_RATE"] = 0.0
+    html = client.get(start_session(client).headers["Location"]).get_data(as_text=True)
+    for position in (1, 2, 3):
+        preloaded = PRELOAD.findall(html)
+        assert len(preloaded) == (2 if position < 3 else 0)
+        html = confirm_read_if_asked(client, html, **{"HX-Request": "true"})
+        response = client.post(f"/t/{task_id(html)}", headers={"HX-Request": "true"},
+                               data={"csrf_token": csrf_token(html), "choice": "left"})
+        html = response.get_data(as_text=True)
+        if position < 3:
+            assert SRCSET.findall(html) == preloaded
