@@ -66,6 +66,10 @@ class Defaults:
     # Votes of a voter whose trust is below this do not count (one failed gold pair puts a
     # new voter at 0.75; a passed one then brings them back to 0.8).
     TRUST_FLOOR = 0.8
+    # An image reported (broken, offensive, other) by this many different voters in good
+    # standing is paused at once, until an operator restores or removes it
+    # (arena.voting.image_reports).
+    REPORTS_TO_PAUSE = 3
     # Votes faster than this (ms from the voter's previous action in the session, on the
     # server's clock) are stored but do not count: nobody judges two images quicker.
     MIN_VOTE_MS: ClassVar[dict[str, int]] = {"preference": 700, "coherence": 900,

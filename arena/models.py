@@ -94,6 +94,8 @@ class Image(db.Model):
     width: Mapped[int] = mapped_column(Integer)
     height: Mapped[int] = mapped_column(Integer)
     quarantined: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # reported by voters (or removed by an operator): its comparisons are paused
+    paused_at: Mapped[datetime | None] = mapped_column(DateTime)
     # a damaged copy made for a gold pair records the image it was made from
     source_id: Mapped[int | None] = mapped_column(ForeignKey("image.id"), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
@@ -184,6 +186,9 @@ class Comparison(db.Model):
     # sessions nobody has answered yet does not keep landing on the same few
     issued: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     shuffle_key: Mapped[int] = mapped_column(Integer, default=random_key)
+    # one of its images is paused (reported by voters, or held by an operator): issued to
+    # nobody until an operator restores it (arena.voting.image_reports)
+    paused: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     prompt: Mapped[Prompt | None] = relationship()
     image_a: Mapped[Image] = relationship(foreign_keys=[image_a_id])
@@ -307,6 +312,26 @@ class EloRating(db.Model):
     wins: Mapped[int] = mapped_column(Integer, default=0)
 
     model: Mapped[GenModel] = relationship()
+
+
+class ImageReport(db.Model):
+    """A voter's report that an image in one of their tasks is broken, offensive or wrong in
+    some other way. Not a vote: the task closes without one. Open until an operator
+    restores the image or removes it (``resolution``)."""
+
+    __tablename__ = "image_report"
+    __table_args__ = (UniqueConstraint("voter_id", "image_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    image_id: Mapped[int] = mapped_column(ForeignKey("image.id"), index=True)
+    voter_id: Mapped[int] = mapped_column(ForeignKey("voter.id"))
+    task_id: Mapped[int] = mapped_column(ForeignKey("task.id"))
+    side: Mapped[str] = mapped_column(String(5))  # which side the voter saw it on
+    reason: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    resolved_at: Mapped[datetime | None] = mapped_column(DateTime)
+    resolution: Mapped[str | None] = mapped_column(String(20))  # restored | removed
+
+    image: Mapped[Image] = relationship()
 
 
 class ApiToken(db.Model):

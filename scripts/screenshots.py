@@ -53,6 +53,12 @@ def main(out: Path) -> None:
                 page.locator("fieldset.pair:not([disabled])").wait_for()
             page.locator("label.choice").nth(0).tap()
             page.screenshot(path=out / f"task-{criterion}.png", full_page=True)
+            if criterion == "coherence":  # the report form, and back to the same task
+                page.get_by_role("link", name="Report an image").tap()
+                page.get_by_role("heading", name="Report an image").wait_for()
+                page.screenshot(path=out / "report-image.png", full_page=True)
+                page.get_by_role("link", name="Back").tap()
+                page.locator("form.task").wait_for()
         for _ in range(2):
             page.get_by_role("button", name="Continue").tap()
             page.wait_for_timeout(300)

@@ -56,7 +56,7 @@ def _images_by_prompt(prompt_ids, model_ids, images_per_model
     """(image id, model id) per prompt: each model's first ``images_per_model`` images."""
     query = select(Image.id, Image.prompt_id, Image.model_id).where(
         Image.prompt_id.in_(prompt_ids), Image.model_id.is_not(None),
-        Image.quarantined.is_(False))
+        Image.quarantined.is_(False), Image.paused_at.is_(None))
     if model_ids is not None:
         query = query.where(Image.model_id.in_(model_ids))
     by_prompt: dict[int, list[tuple[int, int]]] = defaultdict(list)

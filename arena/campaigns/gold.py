@@ -176,7 +176,7 @@ def _campaign_images(campaign: Campaign) -> list[tuple[int, int]]:
         .join(Prompt, Prompt.id == Image.prompt_id)
         .where(campaign_models.c.campaign_id == campaign.id,
                Prompt.prompt_set_id == campaign.prompt_set_id,
-               Image.quarantined.is_(False))).all()]
+               Image.quarantined.is_(False), Image.paused_at.is_(None))).all()]
 
 
 def _exists(criterion: str, a: int, b: int, pool: int) -> bool:

@@ -50,6 +50,7 @@ def _candidates(voter_id: int, criterion: str, validation: bool, pool: int = 0):
         Comparison.pool == pool,
         Comparison.criterion == criterion,
         Comparison.is_validation == validation,
+        Comparison.paused.is_(False),
         ~issued,
     )
     if validation and criterion == "alignment":  # an alignment task always has a caption

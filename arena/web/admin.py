@@ -1,20 +1,25 @@
-"""Operator pages: define and publish campaigns, let models join, add gold pairs.
+"""Operator pages: define and publish campaigns, let models join, add gold pairs, decide on
+images voters reported.
 
 Sign in with an operator token (``arena token create NAME --role operator``).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 from functools import wraps
 
-from flask import Blueprint, redirect, render_template, request, session, url_for
+from flask import Blueprint, Response, redirect, render_template, request, session, url_for
 
 from arena.accounts import signins, tokens
 from arena.campaigns import campaigns
 from arena.config import CRITERIA
 from arena.errors import Invalid
 from arena.extensions import limiter
+from arena.voting import image_reports
 from arena.web.errors import renders_errors
+from arena.web.presenters import reported_image_url
 from arena.web.requests import int_arg
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
@@ -39,7 +44,9 @@ def _operator():
 
 
 def _page(error=None, notice=None, status=200):
+    reported = [(item, reported_image_url(item)) for item in image_reports.queue()]
     return render_template("admin/home.html", error=error, notice=notice, criteria=CRITERIA,
+                           reported=reported, reasons=image_reports.REASONS,
                            **campaigns.admin_overview()), status
 
 
@@ -125,3 +132,28 @@ def add_gold(campaign_id: int):
                                    wrong.read(), prompt_id,
                                    names=(correct.filename, wrong.filename))
     return _done(f"Gold pair {pair.id} added to {campaign.name}.")
+
+
+@bp.post("/reports/<int:image_id>")
+@operator_required
+@renders_errors(_refused)
+def resolve_report(image_id: int):
+    resolution = request.form.get("resolution", "")
+    closed = image_reports.resolve(image_id, resolution)
+    outcome = ("restored: its comparisons are back with voters" if resolution == "restored"
+               else "removed: it stays out of every comparison")
+    return _done(f"Image {image_id} {outcome} ({closed} report(s) closed).")
+
+
+@bp.get("/reports.csv")
+@operator_required
+def reports_csv():
+    """Every image report (open and resolved), for the record."""
+    rows = image_reports.report_rows()
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else ["id"],
+                            lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return Response(out.getvalue(), mimetype="text/csv", headers={
+        "Content-Disposition": "attachment; filename=image-reports.csv"})

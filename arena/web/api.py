@@ -22,7 +22,7 @@ from arena.errors import Invalid
 from arena.extensions import csrf, limiter
 from arena.hype import reports, runs
 from arena.infra import health
-from arena.voting import matchmaking, tasks, voters, votes
+from arena.voting import image_reports, matchmaking, tasks, voters, votes
 from arena.web import limits
 from arena.web.errors import status_for
 from arena.web.presenters import api_task
@@ -106,6 +106,18 @@ def skip(task_id: int):
     """The voter cannot decide: the task closes without a vote."""
     tasks.skip(voters.require_voter(bearer_token()), task_id)
     return jsonify(skipped=True)
+
+
+@bp.post("/tasks/<int:task_id>/report")
+@limits.per_voter("RATE_LIMIT_VOTES")
+@limits.per_network("RATE_LIMIT_NETWORK_VOTES")
+def report_image(task_id: int):
+    """Report the image on ``side`` of this task (``reason``: broken, offensive or other);
+    the task closes without a vote."""
+    voter = voters.require_voter(bearer_token())
+    body = json_body(required=True, what="a JSON object with 'side' and 'reason'")
+    image_reports.report(voter, task_id, body.get("side"), body.get("reason"))
+    return jsonify(reported=True, skipped=True), 201
 
 
 @bp.post("/tasks/<int:task_id>/vote")

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from flask import current_app
 
-from arena.catalog.presentation import task_image_name, task_sizes
+from arena.catalog.presentation import name_for, task_image_name, task_sizes
 from arena.config import QUESTIONS
 from arena.models import Task
 from arena.voting.tasks import caption_of, reveal_ms
-from arena.web.images import image_urls
+from arena.web.images import image_url, image_urls
 
 API_TASK_FIELDS = ("task_id", "prompt", "reveal_ms", "left", "right")
 
@@ -61,3 +61,9 @@ def api_task(task: Task) -> dict:
     for side in ("left", "right"):
         task[side] = {"url": view[side]["url"], "urls": view[side]["urls"]}
     return task
+
+
+def reported_image_url(item) -> str:
+    """A reported image as the reporting voter saw it (under that task's name): the
+    operator judges the same bytes."""
+    return image_url(name_for("t", item.task_id, item.side[0]))

@@ -13,7 +13,7 @@ from flask import Blueprint, current_app, redirect, render_template, request, se
 
 from arena.campaigns import panels
 from arena.config import CRITERIA
-from arena.voting import matchmaking, tasks, voters, votes
+from arena.voting import image_reports, matchmaking, tasks, voters, votes
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
 from arena.web import limits
 from arena.web.errors import error_response, renders_errors
@@ -24,6 +24,7 @@ bp = Blueprint("voter", __name__)
 VALIDATION_WARNING = (
     "That one was a check question with a clear answer. Please look carefully at both images."
 )
+REPORT_THANKS = "Thank you: the report was sent, and that question skipped."
 
 
 def _current_voter():
@@ -148,7 +149,51 @@ def join(join_key: str):
 def show_session(public_id: str):
     voting_session = matchmaking.owned_session(public_id, _current_voter())
     warning = VALIDATION_WARNING if session.pop("validation_warning", False) else None
+    if session.pop("report_sent", False):
+        warning = REPORT_THANKS
     return _render_card(voting_session, warning=warning)
+
+
+def _render_report(task_id: int, error: str | None = None, status: int = 200):
+    """The report card of a task: which image, and what is wrong with it."""
+    task = tasks.for_display(task_id)
+    context = {"task": task_view(task), "session_id": task.session.public_id,
+               "reasons": image_reports.REASONS, "error": error,
+               "card_template": "voter/_report.html"}
+    template = "voter/_report.html" if is_htmx() else "voter/session.html"
+    response = current_app.make_response((render_template(template, **context), status))
+    response.headers["Vary"] = "HX-Request"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _report_refused(exc, status: int, task_id: int):
+    if isinstance(exc, image_reports.InvalidReport):
+        return _render_report(task_id, error="Choose the image and what is wrong with it.",
+                              status=status)
+    return error_response(status, str(exc))
+
+
+@bp.get("/t/<int:task_id>/report")
+@renders_errors(_report_refused)
+def report_form(task_id: int):
+    tasks.owned_task(_require_voter(), task_id)
+    return _render_report(task_id)
+
+
+@bp.post("/t/<int:task_id>/report")
+@limits.per_voter("RATE_LIMIT_VOTES")
+@limits.per_network("RATE_LIMIT_NETWORK_VOTES")
+@renders_errors(_report_refused)
+def report(task_id: int):
+    """The voter reports an image of this task: no vote, the next task."""
+    voter = _require_voter()
+    image_reports.report(voter, task_id, request.form.get("side"), request.form.get("reason"))
+    voting_session = tasks.owned_task(voter, task_id).session
+    if is_htmx():
+        return _render_card(voting_session, warning=REPORT_THANKS)
+    session["report_sent"] = True
+    return redirect(url_for("voter.show_session", public_id=voting_session.public_id), 303)
 
 
 @bp.post("/t/<int:task_id>/read")

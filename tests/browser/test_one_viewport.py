@@ -76,6 +76,8 @@ def _check_screen(page, with_caption: bool) -> list[str]:
     for label in ("Continue", "Can't decide"):
         button = card.get_by_role("button", name=label)
         problems += _within(page, button, label) + _too_small(button, label)
+    report = card.get_by_role("link", name="Report an image")
+    problems += _within(page, report, "Report") + _too_small(report, "Report")
     for k in range(2):
         problems += _too_small(card.locator("label.choice").nth(k), f"image {k + 1}")
     for link in page.locator("header a, header button").all():

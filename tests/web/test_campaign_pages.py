@@ -1,4 +1,5 @@
 import io
+import re
 
 import numpy as np
 import pytest
@@ -133,3 +134,40 @@ def test_campaign_list_costs_the_same_queries_however_many_campaigns(client, ope
         for name in ("Two", "Three", "Four", "Five"):
             campaigns.publish(campaigns.create_campaign(name, "DrawBench", ["A", "C"]))
     assert statements_for_listing() == few <= 3
+
+
+def test_reported_images_queue_restore_remove_and_csv(client, operator, app):
+    """A paused image is listed first with its reasons and the image as the voter saw it;
+    Restore sends its pairs back to voters, Remove keeps them out; the CSV keeps the
+    record."""
+    from arena.voting import image_reports
+    from tests.factories import make_campaign, start
+
+    app.config.update(REPORTS_TO_PAUSE=1, VALIDATION_RATE=0.0)
+    with app.app_context():
+        make_campaign(gold=False)
+        voter, session = start()
+        first, second = session.tasks[0], session.tasks[1]
+        image_reports.report(voter, first.id, "left", "offensive")
+        image_reports.report(voter, second.id, "right", "broken")
+        reported = first.left_image_id
+    sign_in(client, operator[0])
+    html = client.get("/admin/").get_data(as_text=True)
+    assert "Reported images" in html and "It is offensive or disturbing: 1" in html
+    assert html.count("<strong>paused</strong>") == 2
+    image = re.search(r'<img src="(/img/[^"]+)" alt="Reported image', html).group(1)
+    assert client.get(image).status_code == 200  # the operator sees the reported bytes
+    restored = client.post(f"/admin/reports/{reported}", data={
+        "csrf_token": csrf_token(html), "resolution": "restored"})
+    assert restored.status_code == 303
+    html = client.get("/admin/").get_data(as_text=True)
+    assert f"Image {reported} restored" in html and html.count("<strong>paused</strong>") == 1
+    again = client.post(f"/admin/reports/{reported}", data={
+        "csrf_token": csrf_token(html), "resolution": "removed"})
+    assert again.status_code == 404 and "no open report" in again.get_data(as_text=True)
+    exported = client.get("/admin/reports.csv")
+    lines = exported.get_data(as_text=True).splitlines()
+    assert exported.mimetype == "text/csv" and len(lines) == 3
+    assert lines[0].startswith("id,image_id,model_id,reason,side")
+    client.post("/admin/sign-out", data={"csrf_token": csrf_token(html)})
+    assert client.get("/admin/reports.csv").status_code == 302  # operators only

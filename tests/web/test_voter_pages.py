@@ -5,7 +5,7 @@ import pytest
 from sqlalchemy import delete, func, select
 
 from arena.extensions import db
-from arena.models import Comparison, Task, Vote, Voter, VotingSession
+from arena.models import Comparison, ImageReport, Task, Vote, Voter, VotingSession
 
 from .helpers import confirm_read_if_asked, csrf_token, start_session, task_id
 
@@ -294,3 +294,44 @@ def test_each_card_preloads_the_next_tasks_images_only(client, web_campaign, app
         html = response.get_data(as_text=True)
         if position < 3:
             assert SRCSET.findall(html) == preloaded
+
+
+REPORT_LINK = re.compile(r'href="(/t/\d+/report)"')
+
+
+def test_report_an_image_without_javascript_and_with_htmx(client, web_campaign, app):
+    """Report, choose the image and the reason, send: the next question, with thanks; a
+    form missing either comes back with the reason and records nothing."""
+    app.config["VALIDATION_RATE"] = 0.0
+    location = start_session(client).headers["Location"]
+    html = client.get(location).get_data(as_text=True)
+    form_url = REPORT_LINK.search(html).group(1)
+    page = client.get(form_url)
+    form = page.get_data(as_text=True)
+    assert page.status_code == 200 and "Report an image" in form and "<html" in form
+    incomplete = client.post(form_url, data={"csrf_token": csrf_token(form), "side": "left"})
+    assert incomplete.status_code == 400
+    assert "Choose the image and what is wrong" in incomplete.get_data(as_text=True)
+    sent = client.post(form_url, data={"csrf_token": csrf_token(form), "side": "left",
+                                       "reason": "broken"})
+    assert sent.status_code == 303
+    after = client.get(sent.headers["Location"]).get_data(as_text=True)
+    assert "the report was sent" in after and "Question 2 of 3" in after
+    # with htmx: the form and the next card come back as fragments
+    html = confirm_read_if_asked(client, after)
+    form_url = REPORT_LINK.search(html).group(1)
+    fragment = client.get(form_url, headers={"HX-Request": "true"}).get_data(as_text=True)
+    assert "<html" not in fragment and 'name="reason"' in fragment
+    with app.app_context():  # (a voter reports an image once: the other one, if it is back)
+        first = db.session.scalar(select(ImageReport.image_id))
+        task = db.session.get(Task, int(form_url.split("/")[2]))
+        side = "left" if task.right_image_id == first else "right"
+    card = client.post(form_url, headers={"HX-Request": "true"},
+                       data={"csrf_token": csrf_token(fragment), "side": side,
+                             "reason": "offensive"}).get_data(as_text=True)
+    assert "<html" not in card and "Question 3 of 3" in card
+    with app.app_context():
+        reports = db.session.scalars(select(ImageReport).order_by(ImageReport.id)).all()
+        assert [(r.side, r.reason) for r in reports] == [("left", "broken"),
+                                                          (side, "offensive")]
+        assert db.session.scalar(select(func.count()).select_from(Vote)) == 0
