@@ -42,6 +42,7 @@ def _side(task: Task, side: str, external: bool) -> dict:
     srcset), all under a name made for this task alone."""
     urls = image_urls(task_image_name(task, side), external, sizes=task_sizes(task))
     return {"url": next(iter(urls.values())),
+            "large": list(urls.values())[-1],  # the full-screen view's
             "urls": {str(size): url for size, url in urls.items()},
             "srcset": ", ".join(f"{url} {size}w" for size, url in urls.items())}
 

@@ -2,6 +2,8 @@
 // - Continue stays disabled until an image is chosen, and the response time is measured;
 // - alignment captions are revealed one word at a time before the voter may confirm having
 //   read them (the server keeps the images disabled until it accepts that confirmation);
+// - an image's enlarge button opens a full-screen view (pinch to zoom, swipe or "Other
+//   image" for the other one, Close or Escape to go back);
 // - the leaderboard's criterion tabs carry the filters chosen on the page.
 (function () {
   "use strict";
@@ -47,6 +49,73 @@
       .querySelectorAll("form.task").forEach(initCard);
     if (root && root.matches && root.matches("form.task")) initCard(root);
   }
+
+  // The full-screen view: one dialog for the page, showing the largest variant of either
+  // image of the card whose enlarge button was pressed (without this script that button is
+  // a link to the same file). A one-finger swipe at normal scale shows the other image; once
+  // pinched in, a swipe pans instead.
+  var viewer = null;
+  var viewed = { links: [], index: 0 };
+
+  function showViewed() {
+    var link = viewed.links[viewed.index];
+    var img = viewer.querySelector("img");
+    img.src = link.href;
+    img.alt = link.getAttribute("aria-label").replace("Enlarge the ", "The ");
+    viewer.querySelector(".viewer-label").textContent =
+      (viewed.index === 0 ? "Left" : "Right") + " image";
+  }
+
+  function otherImage() {
+    viewed.index = 1 - viewed.index;
+    showViewed();
+  }
+
+  function buildViewer() {
+    viewer = document.createElement("dialog");
+    viewer.className = "viewer";
+    viewer.setAttribute("aria-label", "Enlarged image");
+    viewer.innerHTML = '<img alt="">' +
+      '<div class="viewer-bar"><p class="viewer-label"></p>' +
+      '<button type="button" class="button" data-act="other">Other image</button>' +
+      '<button type="button" class="button primary" data-act="close">Close</button></div>';
+    viewer.addEventListener("click", function (event) {
+      var act = event.target.closest && event.target.closest("[data-act]");
+      if (!act) return;
+      if (act.dataset.act === "other") otherImage();
+      else viewer.close();
+    });
+    viewer.addEventListener("keydown", function (event) {
+      if (event.key === "ArrowLeft" || event.key === "ArrowRight") otherImage();
+    });
+    var start = null;
+    viewer.addEventListener("touchstart", function (event) {
+      start = event.touches.length === 1
+        ? { x: event.touches[0].clientX, y: event.touches[0].clientY } : null;
+    }, { passive: true });
+    viewer.addEventListener("touchend", function (event) {
+      if (!start || event.changedTouches.length !== 1) return;
+      var dx = event.changedTouches[0].clientX - start.x;
+      var dy = event.changedTouches[0].clientY - start.y;
+      var zoomed = window.visualViewport && window.visualViewport.scale > 1.01;
+      start = null;
+      if (!zoomed && Math.abs(dx) > 60 && Math.abs(dx) > 2 * Math.abs(dy)) otherImage();
+    }, { passive: true });
+    document.body.appendChild(viewer);
+  }
+
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("a.zoom");
+    if (!link) return;
+    var card = link.closest("form.task");
+    if (!card || typeof HTMLDialogElement === "undefined") return;  // the plain link
+    event.preventDefault();
+    if (!viewer) buildViewer();
+    viewed.links = Array.from(card.querySelectorAll("a.zoom"));
+    viewed.index = Math.max(0, viewed.links.indexOf(link));
+    showViewed();
+    viewer.showModal();
+  });
 
   // Leaderboard: the criterion tabs keep the filters chosen since the page loaded (htmx
   // swaps the board and the URL, not the tabs, which the server rendered with the filters
