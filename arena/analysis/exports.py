@@ -1,5 +1,6 @@
-"""Exports: ranked tables (text, CSV, JSON, Parquet) and the vote log (CSV, JSON lines,
-Parquet). pyarrow is imported only when a Parquet file is asked for."""
+"""Exports: ranked tables (text, CSV, JSON, Parquet), the vote log (CSV, JSON lines,
+Parquet) and the log of tasks closed without a vote (skips and image reports: CSV, JSON
+lines). pyarrow is imported only when a Parquet file is asked for."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from arena.analysis.leaderboard import Ranking
 from arena.errors import Invalid
 from arena.extensions import db
 from arena.infra.secrets import pseudonym
-from arena.models import Comparison, GenModel, Image, Prompt, Task, Vote, Voter
+from arena.models import Comparison, GenModel, Image, ImageReport, Prompt, Task, Vote, Voter
 from arena.voting.flags import names as flag_names
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -145,37 +146,47 @@ def _vote_query():
     )
 
 
-def iter_votes(engine, key: str, batch: int = 5000):
-    """Yield lists of vote dicts (``VOTE_COLUMNS``) from one consistent snapshot, ``batch``
-    rows at a time, with a server-side cursor: memory stays flat however long the log."""
+def _snapshot(engine, query, batch: int):
+    """Yield lists of row mappings of ``query`` from one consistent snapshot, ``batch`` rows
+    at a time, with a server-side cursor: memory stays flat however long the log."""
     options = {"stream_results": True, "yield_per": batch}
     if engine.dialect.name == "postgresql":
         options["isolation_level"] = "REPEATABLE READ"
     with engine.connect().execution_options(**options) as connection:
-        result = connection.execute(_vote_query())
-        for rows in result.mappings().partitions():
-            out = []
-            for row in rows:
-                record = dict(row)
-                record["voter"] = pseudonym(key, record.pop("public_id"))
-                record["winner_model"] = record[f"{record['winner']}_model"]
-                record["flags"] = "+".join(flag_names(record["flags"]))  # "" = counted
-                out.append({k: record[k] for k in VOTE_COLUMNS})
-            yield out
+        yield from connection.execute(query).mappings().partitions()
 
 
-def votes_csv(batches):
+def iter_votes(engine, key: str, batch: int = 5000):
+    """Yield lists of vote dicts (``VOTE_COLUMNS``), voters pseudonymised with ``key``."""
+    for rows in _snapshot(engine, _vote_query(), batch):
+        out = []
+        for row in rows:
+            record = dict(row)
+            record["voter"] = pseudonym(key, record.pop("public_id"))
+            record["winner_model"] = record[f"{record['winner']}_model"]
+            record["flags"] = "+".join(flag_names(record["flags"]))  # "" = counted
+            out.append({k: record[k] for k in VOTE_COLUMNS})
+        yield out
+
+
+def rows_csv(batches, columns: list[str], timestamp: str):
+    """CSV text of row dicts, header first, one chunk per batch; ``timestamp`` is the
+    column written in ISO 8601."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=VOTE_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     yield buf.getvalue()
     for rows in batches:
         buf.seek(0)
         buf.truncate()
         for row in rows:
-            row["created_at"] = row["created_at"].isoformat()
+            row[timestamp] = row[timestamp].isoformat()
             writer.writerow(row)
         yield buf.getvalue()
+
+
+def votes_csv(batches):
+    return rows_csv(batches, VOTE_COLUMNS, "created_at")
 
 
 def votes_jsonl(batches):
@@ -229,6 +240,66 @@ def vote_log(fmt: str) -> Download:
     if fmt == "csv":
         return Download(votes_csv(batches), "text/csv", "votes.csv")
     return Download(votes_jsonl(batches), "application/x-ndjson", "votes.jsonl")
+
+
+# --- Tasks closed without a vote -----------------------------------------------------------
+
+SKIP_FORMATS = ("csv", "jsonl")
+SKIP_COLUMNS = [
+    "task_id", "skipped_at", "criterion", "comparison_id", "prompt_id", "left_image_id",
+    "right_image_id", "left_model", "right_model", "is_validation", "reported_side",
+    "report_reason", "voter", "age_group", "gender", "country", "continent",
+]
+
+
+def _skip_query():
+    left_img, right_img = aliased(Image), aliased(Image)
+    left_model, right_model = aliased(GenModel), aliased(GenModel)
+    return (
+        select(
+            Task.id.label("task_id"), Task.skipped_at, Comparison.criterion,
+            Comparison.id.label("comparison_id"), Comparison.prompt_id,
+            Task.left_image_id, Task.right_image_id,
+            left_model.name.label("left_model"), right_model.name.label("right_model"),
+            Comparison.is_validation, ImageReport.side.label("reported_side"),
+            ImageReport.reason.label("report_reason"), Voter.public_id,
+            Voter.age_group, Voter.gender, Voter.country, Voter.continent,
+        )
+        .join(Comparison, Comparison.id == Task.comparison_id)
+        .join(Voter, Voter.id == Task.voter_id)
+        .join(left_img, left_img.id == Task.left_image_id)
+        .join(right_img, right_img.id == Task.right_image_id)
+        .outerjoin(left_model, left_model.id == left_img.model_id)
+        .outerjoin(right_model, right_model.id == right_img.model_id)
+        .outerjoin(ImageReport, ImageReport.task_id == Task.id)
+        .where(Task.skipped_at.is_not(None))
+        .order_by(Task.id)
+    )
+
+
+def iter_skips(engine, key: str, batch: int = 5000):
+    """Yield lists of dicts (``SKIP_COLUMNS``): one per task closed without a vote, with the
+    image report that closed it, if any."""
+    for rows in _snapshot(engine, _skip_query(), batch):
+        out = []
+        for row in rows:
+            record = dict(row)
+            record["voter"] = pseudonym(key, record.pop("public_id"))
+            out.append({k: record[k] for k in SKIP_COLUMNS})
+        yield out
+
+
+def skip_log(fmt: str) -> Download:
+    """Every task a voter closed without a vote ("Can't decide", or an image reported),
+    streamed as CSV or JSON lines, voters pseudonymised as in the vote log. A pair voters
+    keep skipping is one they find too close to call (or a broken image). Raises Invalid
+    for another format."""
+    if fmt not in SKIP_FORMATS:
+        raise Invalid(f"format must be one of {', '.join(SKIP_FORMATS)}", field="format")
+    batches = iter_skips(db.engine, current_app.config["PSEUDONYM_KEY"])
+    if fmt == "csv":
+        return Download(rows_csv(batches, SKIP_COLUMNS, "skipped_at"), "text/csv", "skips.csv")
+    return Download(votes_jsonl(batches), "application/x-ndjson", "skips.jsonl")
 
 
 def ranking_download(ranking: Ranking, fmt: str) -> Download:

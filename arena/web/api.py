@@ -185,6 +185,13 @@ def vote_log():
     return _download(exports.vote_log(request.args.get("format", "csv")))
 
 
+@bp.get("/skips")
+def skip_log():
+    """Tasks closed without a vote (skips and image reports), streamed (csv, jsonl)."""
+    tokens.require_analyst(bearer_token())
+    return _download(exports.skip_log(request.args.get("format", "csv")))
+
+
 # --- Model owners -------------------------------------------------------------------------
 
 

@@ -193,3 +193,41 @@ def test_rank_and_vote_export_on_each_database(any_app):
                       "&bootstrap=100", headers=headers).json
     assert body["models"][0]["model"] == "model-1"
     assert body["total_votes"] == n_votes
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_skip_log_has_every_task_closed_without_a_vote(client, app, fmt):
+    """A skip and an image report, each one row with the pair and the (pseudonymised)
+    voter; votes are not in it; analysts only."""
+    from arena.models import Task, Voter
+    from arena.voting import image_reports
+    from arena.voting import tasks as voting_tasks
+    from tests.factories import answer, start
+
+    with app.app_context():
+        current_app.config["VALIDATION_RATE"] = 0.0
+        make_campaign(gold=False)
+        voter, session = start(criterion="preference")
+        first, second, third = (t.id for t in session.tasks)
+        voting_tasks.skip(voter, first)
+        image_reports.report(voter, second, "right", "broken")
+        answer(voter, db.session.get(Task, third), "left")
+        public_id = db.session.scalar(select(Voter.public_id))
+        token = tokens.create_token("carol")
+    url = f"/api/v1/skips?format={fmt}"
+    assert client.get(url).status_code == 401
+    with client.get(url, headers={"Authorization": f"Bearer {token}"}) as response:
+        assert response.status_code == 200
+        data = response.get_data()
+    if fmt == "csv":
+        frame = pd.read_csv(io.BytesIO(data), keep_default_na=False)
+    else:
+        frame = pd.DataFrame([json.loads(line) for line in data.decode().splitlines()])
+    assert list(frame["task_id"]) == [first, second]
+    assert list(frame["report_reason"].fillna("")) == ["", "broken"]
+    assert list(frame["reported_side"].fillna("")) == ["", "right"]
+    assert set(frame["left_model"]) | set(frame["right_model"]) <= {"model-0", "model-1",
+                                                                    "model-2"}
+    assert frame["voter"].nunique() == 1 and public_id not in set(frame["voter"])
+    bad = client.get("/api/v1/skips?format=parquet", headers={"Authorization": f"Bearer {token}"})
+    assert bad.status_code == 400
