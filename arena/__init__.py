@@ -124,6 +124,9 @@ def configure_extensions(app: Flask) -> None:
     csrf.init_app(app)
     limiter.init_app(app)
     compress.init_app(app)  # HTML, CSS, JS, JSON; never images (their bytes are the blinding)
+    from arena.web import i18n
+
+    i18n.init_app(app)  # the voter's language (Flask-Babel) and the switcher
     app.after_request(_static_read_whole)  # (runs before Flask-Compress's: registered after)
     app.extensions["arena_storage"] = LocalStorage(app.config["IMAGE_DIR"])
 

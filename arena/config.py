@@ -21,11 +21,29 @@ def check_criterion(criterion) -> str:
     return criterion
 
 
+def N_(text: str) -> str:
+    """Marks a string for translation where it is defined (``pybabel extract -k N_``); it is
+    translated where it is shown (arena.web.i18n)."""
+    return text
+
+
+# The languages of the voter pages (arena.web.i18n): code -> (name in that language, text
+# direction). Votes record which one the page was in.
+LANGUAGES = {
+    "en": ("English", "ltr"),
+    "es": ("Español", "ltr"),
+    "pt": ("Português", "ltr"),
+    "hi": ("हिन्दी", "ltr"),
+    "id": ("Bahasa Indonesia", "ltr"),
+    "zh": ("简体中文", "ltr"),
+    "ar": ("العربية", "rtl"),
+}
+
 QUESTIONS = {
-    "preference": "Which image do you prefer?",
-    "coherence": "Which image is more plausible to exist and has fewer odd or "
-    "impossible-looking things?",
-    "alignment": "Which image better reflects the caption above them?",
+    "preference": N_("Which image do you prefer?"),
+    "coherence": N_("Which image is more plausible to exist and has fewer odd or "
+                    "impossible-looking things?"),
+    "alignment": N_("Which image better reflects the caption above them?"),
 }
 
 

@@ -299,6 +299,9 @@ class Vote(db.Model):
     # why the vote does not count (arena.voting.flags); 0 = counted
     flags: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # the language the voter's page was in (arena.web.i18n): an alignment vote judges an
+    # English caption, so analysts can keep only the votes of pages in a language
+    language: Mapped[str | None] = mapped_column(String(8))
 
 
 class EloRating(db.Model):

@@ -116,7 +116,7 @@ VOTE_COLUMNS = [
     "vote_id", "created_at", "criterion", "prompt_id", "prompt_category", "left_image_id",
     "right_image_id", "left_model", "right_model", "winner", "winner_model", "response_ms",
     "server_ms", "flags", "voter", "age_group", "gender", "country", "continent",
-    "is_validation", "validation_correct",
+    "is_validation", "validation_correct", "language",
 ]
 
 
@@ -132,7 +132,7 @@ def _vote_query():
             Vote.choice.label("winner"), Vote.response_ms, Vote.server_ms, Vote.flags,
             Voter.public_id,
             Voter.age_group, Voter.gender, Voter.country, Voter.continent,
-            Vote.is_validation, Vote.correct.label("validation_correct"),
+            Vote.is_validation, Vote.correct.label("validation_correct"), Vote.language,
         )
         .join(Task, Task.id == Vote.task_id)
         .join(Comparison, Comparison.id == Vote.comparison_id)
@@ -208,7 +208,7 @@ def votes_parquet(batches, sink) -> None:
         ("server_ms", pa.int64()), ("flags", pa.string()), ("voter", pa.string()),
         ("age_group", pa.string()), ("gender", pa.string()), ("country", pa.string()),
         ("continent", pa.string()), ("is_validation", pa.bool_()),
-        ("validation_correct", pa.bool_()),
+        ("validation_correct", pa.bool_()), ("language", pa.string()),
     ])
     with pq.ParquetWriter(sink, schema) as writer:
         for rows in batches:

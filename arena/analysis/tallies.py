@@ -17,6 +17,7 @@ from flask import current_app
 from sqlalchemy import func, select
 
 from arena.analysis import margins as margin_rules
+from arena.config import LANGUAGES
 from arena.errors import Invalid
 from arena.extensions import db
 from arena.models import Comparison, GenModel, Prompt, Vote, Voter
@@ -44,6 +45,7 @@ class Slice:
     continent: str | None = None
     country: str | None = None
     category: str | None = None
+    language: str | None = None  # of the voter's page (arena.web.i18n)
     since: datetime | None = None
     until: datetime | None = None
     trusted_only: bool = False
@@ -54,6 +56,7 @@ class Slice:
             ("age_group", self.age_group, AGE_GROUPS),
             ("gender", self.gender, GENDERS),
             ("continent", self.continent, tuple(CONTINENTS)),
+            ("language", self.language, tuple(LANGUAGES)),
         ]
         for name, value, allowed in checks:
             if value is not None and value not in allowed:
@@ -67,8 +70,8 @@ class Slice:
         return {k: v for k, v in asdict(self).items() if v not in (None, False)}
 
 
-SLICE_ARGS = ("age_group", "gender", "continent", "country", "category", "since", "until",
-              "trusted_only", "include_flagged")
+SLICE_ARGS = ("age_group", "gender", "continent", "country", "category", "language", "since",
+              "until", "trusted_only", "include_flagged")
 FLAG_ARGS = ("trusted_only", "include_flagged")
 
 
@@ -116,6 +119,8 @@ def vote_filter(criterion: str, slice_: Slice, join_voter: bool = False,
     if slice_.category is not None:
         query = (query.join(Prompt, Prompt.id == Comparison.prompt_id)
                  .where(Prompt.category == slice_.category))
+    if slice_.language is not None:
+        query = query.where(Vote.language == slice_.language)
     if slice_.since is not None:
         query = query.where(Vote.created_at >= slice_.since)
     if slice_.until is not None:

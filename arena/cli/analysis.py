@@ -39,6 +39,7 @@ from flask.cli import with_appcontext
 @click.option("--continent")
 @click.option("--country")
 @click.option("--category", help="Prompt category.")
+@click.option("--language", help="Votes cast on pages in this language (en, es, ...).")
 @click.option("--since", type=click.DateTime(), help="Votes at or after this UTC time.")
 @click.option("--until", type=click.DateTime(), help="Votes before this UTC time.")
 @click.option("--trusted-only", is_flag=True, help="Only voters who passed validation.")

@@ -18,15 +18,16 @@ from flask import current_app
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from arena.config import N_
 from arena.errors import Invalid, NotFound
 from arena.extensions import db
 from arena.infra.database import retry_on_lock, write_transaction
 from arena.models import Comparison, GenModel, Image, ImageReport, Task, Voter, utcnow
 from arena.voting.tasks import owned_task
 
-REASONS = {"broken": "It does not load or is broken",
-           "offensive": "It is offensive or disturbing",
-           "other": "Something else is wrong with it"}
+REASONS = {"broken": N_("It does not load or is broken"),
+           "offensive": N_("It is offensive or disturbing"),
+           "other": N_("Something else is wrong with it")}
 RESOLUTIONS = ("restored", "removed")
 
 

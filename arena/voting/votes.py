@@ -77,6 +77,7 @@ class Ballot:
     server_ms: int
     flags: int
     at: datetime
+    language: str | None = None  # the page's (arena.web.i18n)
 
     @property
     def rated(self) -> bool:
@@ -120,9 +121,10 @@ def _validate_payload(choice, response_ms) -> int | None:
 
 
 def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
-              now: datetime | None = None) -> VoteResult:
+              now: datetime | None = None, language: str | None = None) -> VoteResult:
     """Record ``voter``'s answer to task ``task_id`` and commit it with its Elo update.
-    ``now`` is the server's clock (simulations pass their own; requests never do).
+    ``now`` is the server's clock (simulations pass their own; requests never do);
+    ``language`` the code of the language the voter's page was in, stored with the vote.
 
     A second answer to the same task (a double tap, a replayed request, a race between two
     requests) changes nothing and returns ``VoteResult(accepted=False, duplicate=True)``.
@@ -148,7 +150,8 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
     if context.captioned and context.read_confirmed_at is None:
         raise ReadNotConfirmed("confirm that you read the caption before choosing")
     response_ms = _validate_payload(choice, response_ms)
-    ballot = _ballot(context, voter, choice, response_ms, now or utcnow())
+    ballot = replace(_ballot(context, voter, choice, response_ms, now or utcnow()),
+                     language=language)
     pool = voter.pool or 0  # (read before the rollback expires the voter)
     db.session.rollback()  # end the read snapshot; the write transaction starts clean
     try:
@@ -251,7 +254,8 @@ def _record(ballot: Ballot, params: EloParams) -> None:
             loser_image_id=ballot.loser_image_id, winner_model_id=ballot.winner_model_id,
             loser_model_id=ballot.loser_model_id, is_validation=ballot.is_validation,
             correct=ballot.correct, response_ms=ballot.response_ms,
-            server_ms=ballot.server_ms, flags=ballot.flags, created_at=ballot.at))
+            server_ms=ballot.server_ms, flags=ballot.flags, created_at=ballot.at,
+            language=ballot.language))
         # (the unique task_id refuses a concurrent duplicate at that INSERT)
         db.session.execute(update(Task).where(Task.id == ballot.task_id)
                            .values(answered_at=ballot.at))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
+from flask_babel import gettext
 
 from arena.accounts import owners, tokens
 from arena.analysis import exports
@@ -23,7 +24,7 @@ from arena.extensions import csrf, limiter
 from arena.hype import reports, runs
 from arena.infra import health
 from arena.voting import image_reports, matchmaking, tasks, voters, votes
-from arena.web import limits
+from arena.web import i18n, limits
 from arena.web.errors import status_for
 from arena.web.presenters import api_task
 from arena.web.requests import (
@@ -82,7 +83,7 @@ def create_session():
         "session_id": voting_session.public_id,
         "voter_id": voter_id,
         "criterion": voting_session.criterion,
-        "question": QUESTIONS[voting_session.criterion],
+        "question": gettext(QUESTIONS[voting_session.criterion]),
         "tasks": [api_task(t) for t in voting_session.tasks],
     }
     if new_token:
@@ -126,7 +127,8 @@ def report_image(task_id: int):
 def vote(task_id: int):
     voter = voters.require_voter(bearer_token())
     body = json_body(required=True, what="a JSON object with 'choice'")
-    result = votes.cast_vote(voter, task_id, body.get("choice"), body.get("response_ms"))
+    result = votes.cast_vote(voter, task_id, body.get("choice"), body.get("response_ms"),
+                             language=i18n.current_language())
     if result.duplicate:
         return jsonify(accepted=False, duplicate=True), 200
     return jsonify(accepted=True, validation_failed=result.validation_failed), 201

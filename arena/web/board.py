@@ -7,6 +7,7 @@ the exports, so the page and the files agree.
 from __future__ import annotations
 
 from flask import Blueprint, current_app, render_template, request
+from flask_babel import gettext
 
 from arena.analysis.leaderboard import rank_models
 from arena.analysis.tallies import slice_from_args
@@ -28,7 +29,7 @@ def _criterion() -> str:
 def _render(ranking, error: str | None = None, status: int = 200):
     criterion = _criterion()
     context = {
-        "criterion": criterion, "criteria": CRITERIA, "question": QUESTIONS[criterion],
+        "criterion": criterion, "criteria": CRITERIA, "question": gettext(QUESTIONS[criterion]),
         "ranking": ranking, "error": error, "args": request.args,
         "chart": interval_chart(ranking) if ranking else None,
         "heat": heatmap(ranking) if ranking else None,

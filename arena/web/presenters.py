@@ -6,6 +6,7 @@ Shared by the HTML pages and the JSON API so neither can leak more than the othe
 from __future__ import annotations
 
 from flask import current_app
+from flask_babel import gettext
 
 from arena.catalog.presentation import name_for, task_image_name, task_sizes
 from arena.config import QUESTIONS
@@ -27,7 +28,7 @@ def task_view(task: Task, external: bool = False) -> dict:
         "position": task.position + 1,
         "total": len(task.session.tasks),
         "criterion": criterion,
-        "question": QUESTIONS[criterion],
+        "question": gettext(QUESTIONS[criterion]),
         "prompt": caption,
         "reveal_ms": reveal_ms(caption),
         "word_ms": int(current_app.config["REVEAL_WORD_MS"]),

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import numpy as np
 from flask import Blueprint, current_app, redirect, render_template, request, session, url_for
+from flask_babel import gettext, lazy_gettext
 
 from arena.campaigns import panels
 from arena.config import CRITERIA
 from arena.voting import image_reports, matchmaking, tasks, voters, votes
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
-from arena.web import limits
+from arena.web import i18n, limits
 from arena.web.errors import error_response, renders_errors
 from arena.web.presenters import preload_view, task_view
 from arena.web.requests import is_htmx
 
 bp = Blueprint("voter", __name__)
-VALIDATION_WARNING = (
+VALIDATION_WARNING = lazy_gettext(
     "That one was a check question with a clear answer. Please look carefully at both images."
 )
-REPORT_THANKS = "Thank you: the report was sent, and that question skipped."
+REPORT_THANKS = lazy_gettext("Thank you: the report was sent, and that question skipped.")
 
 
 def _current_voter():
@@ -59,7 +60,7 @@ def _render_landing(exc=None, status: int = 200):
     html = render_template(
         "voter/index.html", error=str(exc) if exc else None, answers=answers,
         age_groups=AGE_GROUPS, genders=GENDERS, continents=CONTINENTS,
-        countries=sorted(countries().values(), key=lambda c: c.name),
+        countries=i18n.country_names(countries().values()),
         returning=voter is not None, criterion=wanted if wanted in CRITERIA else None)
     return html, status
 
@@ -108,9 +109,9 @@ def _render_card(voting_session, warning: str | None = None, error: str | None =
 
 
 CARD_MESSAGES = {
-    votes.InvalidVote: "Tap the image you choose, then Continue.",
-    tasks.ReadNotConfirmed: "Please read the caption and confirm before choosing.",
-    tasks.StillRevealing: "Please read the caption to the end, then confirm.",
+    votes.InvalidVote: lazy_gettext("Tap the image you choose, then Continue."),
+    tasks.ReadNotConfirmed: lazy_gettext("Please read the caption and confirm before choosing."),
+    tasks.StillRevealing: lazy_gettext("Please read the caption to the end, then confirm."),
 }
 
 
@@ -169,8 +170,8 @@ def _render_report(task_id: int, error: str | None = None, status: int = 200):
 
 def _report_refused(exc, status: int, task_id: int):
     if isinstance(exc, image_reports.InvalidReport):
-        return _render_report(task_id, error="Choose the image and what is wrong with it.",
-                              status=status)
+        return _render_report(task_id, status=status, error=gettext(
+            "Choose the image and what is wrong with it."))
     return error_response(status, str(exc))
 
 
@@ -231,7 +232,7 @@ def vote(task_id: int):
     except ValueError:
         response_ms = None  # a timing is a courtesy of the page, never a reason to refuse
     result = votes.cast_vote(_require_voter(), task_id, request.form.get("choice"),
-                             response_ms)
+                             response_ms, language=i18n.current_language())
     if is_htmx():
         warning = VALIDATION_WARNING if result.validation_failed else None
         return _render_card(matchmaking.session_by_public_id(result.session_id),

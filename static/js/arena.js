@@ -61,9 +61,8 @@
     var link = viewed.links[viewed.index];
     var img = viewer.querySelector("img");
     img.src = link.href;
-    img.alt = link.getAttribute("aria-label").replace("Enlarge the ", "The ");
-    viewer.querySelector(".viewer-label").textContent =
-      (viewed.index === 0 ? "Left" : "Right") + " image";
+    img.alt = link.dataset.label;
+    viewer.querySelector(".viewer-label").textContent = link.dataset.label;
   }
 
   function otherImage() {
@@ -71,14 +70,17 @@
     showViewed();
   }
 
-  function buildViewer() {
+  // (its words come from the card, in the page's language)
+  function buildViewer(card) {
     viewer = document.createElement("dialog");
     viewer.className = "viewer";
-    viewer.setAttribute("aria-label", "Enlarged image");
     viewer.innerHTML = '<img alt="">' +
       '<div class="viewer-bar"><p class="viewer-label"></p>' +
-      '<button type="button" class="button" data-act="other">Other image</button>' +
-      '<button type="button" class="button primary" data-act="close">Close</button></div>';
+      '<button type="button" class="button" data-act="other"></button>' +
+      '<button type="button" class="button primary" data-act="close"></button></div>';
+    viewer.setAttribute("aria-label", card.dataset.viewer);
+    viewer.querySelector("[data-act=other]").textContent = card.dataset.other;
+    viewer.querySelector("[data-act=close]").textContent = card.dataset.close;
     viewer.addEventListener("click", function (event) {
       var act = event.target.closest && event.target.closest("[data-act]");
       if (!act) return;
@@ -110,7 +112,7 @@
     var card = link.closest("form.task");
     if (!card || typeof HTMLDialogElement === "undefined") return;  // the plain link
     event.preventDefault();
-    if (!viewer) buildViewer();
+    if (!viewer) buildViewer(card);
     viewed.links = Array.from(card.querySelectorAll("a.zoom"));
     viewed.index = Math.max(0, viewed.links.indexOf(link));
     showViewed();

@@ -134,7 +134,7 @@ def test_landing_fits_a_360px_phone_and_refuses_minors(app, live_server, browser
     page.goto(live_server + "/")
     assert page.evaluate("document.scrollingElement.scrollWidth") <= 360
     page.get_by_text("About you").tap()
-    page.get_by_label("Age").select_option("0-17")
+    page.get_by_label("Age", exact=True).select_option("0-17")
     page.get_by_role("button", name="Start").tap()
     page.get_by_text("18 or older").wait_for()
     context.close()

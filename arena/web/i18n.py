@@ -1,0 +1,77 @@
+"""The voter's language: the pages voters and HYPE evaluators see, in the language they chose
+with the switcher, else the best match of their browser's ``Accept-Language``, else English.
+
+Translations live in ``arena/translations/<code>/LC_MESSAGES/messages.po`` (compiled to
+``.mo`` beside them: ``scripts/translations.sh``); a test holds every catalogue complete and
+its ``.mo`` current. Captions (prompts) are never translated: an alignment vote judges the
+image against the English caption, and the vote records the page's language so analysts can
+slice by it (``?language=en``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Blueprint, Flask, redirect, request, session
+from flask_babel import Babel, get_locale, gettext
+
+from arena.config import LANGUAGES
+
+DEFAULT = "en"
+
+bp = Blueprint("i18n", __name__)
+
+
+def select_language() -> str:
+    chosen = session.get("lang")
+    if chosen in LANGUAGES:
+        return chosen
+    return request.accept_languages.best_match(LANGUAGES, default=DEFAULT) or DEFAULT
+
+
+@dataclass(frozen=True)
+class Country:
+    code: str
+    name: str
+
+
+def country_names(countries) -> list[Country]:
+    """``countries`` (with ``code`` and English ``name``) named in the page's language
+    (Unicode CLDR names, through Babel), in that language's alphabetical order."""
+    locale = get_locale()
+    names = locale.territories if locale is not None else {}
+    named = [Country(c.code, names.get(c.code, c.name)) for c in countries]
+    return sorted(named, key=lambda c: c.name.casefold())
+
+
+def current_language() -> str:
+    """The code of the language the current request is answered in."""
+    locale = get_locale()
+    return locale.language if locale is not None else DEFAULT
+
+
+@bp.get("/language")
+def choose():
+    """The switcher (a plain form): remember the language in the session cookie, then back
+    to the page it was on (a path on this site only)."""
+    code = request.args.get("lang", "")
+    if code in LANGUAGES:
+        session["lang"] = code
+    back = request.args.get("next") or "/"
+    if not back.startswith("/") or back.startswith("//") or "\\" in back:
+        back = "/"
+    return redirect(back, 303)
+
+
+def init_app(app: Flask) -> None:
+    Babel(app, locale_selector=select_language)
+    app.register_blueprint(bp)
+
+    @app.context_processor
+    def language_context():
+        code = current_language()
+        return {"lang": code, "lang_dir": LANGUAGES.get(code, LANGUAGES[DEFAULT])[1],
+                "languages": LANGUAGES,
+                "side_names": {"left": gettext("Left image"), "right": gettext("Right image")},
+                "gender_names": {"female": gettext("Female"), "male": gettext("Male"),
+                                 "other": gettext("Other")}}

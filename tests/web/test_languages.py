@@ -1,0 +1,103 @@
+"""The voter pages in the voter's language: chosen from Accept-Language or the switcher,
+Arabic right to left, every catalogue complete and compiled, and the language stored with
+each vote so rankings can be sliced by it."""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+from sqlalchemy import select
+
+from arena.analysis.tallies import Slice, vote_filter
+from arena.config import LANGUAGES
+from arena.extensions import db
+from arena.models import Vote
+
+from .helpers import api_session, bearer, confirm_read_if_asked, csrf_token, start_session, task_id
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOGUES = ROOT / "arena" / "translations"
+PLACEHOLDER = re.compile(r"%\(\w+\)s")
+
+
+@pytest.fixture(scope="module")
+def extracted(tmp_path_factory) -> dict[str, str]:
+    """The msgids the code and templates use now (pybabel extract, as the script runs it)."""
+    out = tmp_path_factory.mktemp("i18n") / "messages.pot"
+    subprocess.run([sys.executable, "-m", "babel.messages.frontend", "extract", "-F",
+                    "babel.cfg", "-k", "N_", "-k", "lazy_gettext", "--no-location",
+                    "--omit-header", "-o", str(out), "."], cwd=ROOT, check=True,
+                   capture_output=True)
+    with out.open("rb") as f:
+        return {m.id: m for m in read_po(f) if m.id}
+
+
+@pytest.mark.parametrize("code", [c for c in LANGUAGES if c != "en"])
+def test_every_catalogue_is_complete_and_compiled(extracted, code):
+    po = CATALOGUES / code / "LC_MESSAGES" / "messages.po"
+    with po.open("rb") as f:
+        catalogue = read_po(f)
+    translated = {m.id: m.string for m in catalogue if m.id}
+    missing = sorted(set(extracted) - {k for k, v in translated.items() if v})
+    assert missing == [], f"{code}: untranslated (run scripts/translations.sh): {missing}"
+    for msgid, text in translated.items():
+        assert sorted(PLACEHOLDER.findall(text)) == sorted(PLACEHOLDER.findall(msgid)), (
+            code, msgid)
+    compiled = io.BytesIO()
+    write_mo(compiled, catalogue)
+    assert (po.with_suffix(".mo")).read_bytes() == compiled.getvalue(), (
+        f"{code}: messages.mo is stale (bash scripts/translations.sh compile)")
+
+
+def test_the_browsers_language_is_used_and_arabic_reads_right_to_left(client, web_campaign):
+    spanish = client.get("/", headers={"Accept-Language": "es-MX,es;q=0.9,en;q=0.5"})
+    html = spanish.get_data(as_text=True)
+    assert '<html lang="es" dir="ltr">' in html and "Ayuda a clasificar" in html
+    assert ">México</option>" in html  # country names in the page's language (CLDR)
+    arabic = client.get("/", headers={"Accept-Language": "ar"}).get_data(as_text=True)
+    assert '<html lang="ar" dir="rtl">' in arabic and "ساعد في ترتيب" in arabic
+    chinese = client.get("/", headers={"Accept-Language": "zh-CN"}).get_data(as_text=True)
+    assert '<html lang="zh"' in chinese
+    unknown = client.get("/", headers={"Accept-Language": "fi"}).get_data(as_text=True)
+    assert '<html lang="en"' in unknown and "Help rank image generators" in unknown
+
+
+def test_the_switcher_wins_over_the_browser_and_stays_on_this_site(client, web_campaign):
+    chosen = client.get("/language?lang=hi&next=/%3Fcriterion%3Dalignment")
+    assert chosen.status_code == 303 and chosen.headers["Location"] == "/?criterion=alignment"
+    html = client.get("/", headers={"Accept-Language": "es"}).get_data(as_text=True)
+    assert '<html lang="hi"' in html and 'lang="hi" selected' in html
+    for away in ("//evil.example/", "https://evil.example/", "/\\evil.example"):
+        assert client.get(f"/language?lang=es&next={away}").headers["Location"] == "/"
+    client.get("/language?lang=xx")  # not a language of ours: nothing changes
+    assert '<html lang="es"' in client.get("/").get_data(as_text=True)
+
+
+def test_a_session_in_arabic_and_its_votes_record_the_language(client, web_campaign, app):
+    app.config.update(VALIDATION_RATE=0.0, REVEAL_WORD_MS=0)
+    client.get("/language?lang=ar")
+    html = client.get(start_session(client).headers["Location"]).get_data(as_text=True)
+    assert "السؤال 1 من 3" in html and "متابعة" in html
+    html = confirm_read_if_asked(client, html)
+    client.post(f"/t/{task_id(html)}", data={"csrf_token": csrf_token(html), "choice": "left"})
+    phone_app = app.test_client()  # (no cookies: the API follows Accept-Language)
+    api = api_session(phone_app, {"criterion": "preference"}).json
+    assert api["question"] == "Which image do you prefer?"
+    spanish = phone_app.post("/api/v1/sessions", json={"criterion": "preference"},
+                             headers={**bearer(api["voter_token"]), "Accept-Language": "es"})
+    assert spanish.json["question"] == "¿Qué imagen prefieres?"
+    phone_app.post(f"/api/v1/tasks/{spanish.json['tasks'][0]['task_id']}/vote",
+                   json={"choice": "right"},
+                   headers={**bearer(api["voter_token"]), "Accept-Language": "es"})
+    with app.app_context():
+        assert sorted(db.session.scalars(select(Vote.language))) == ["ar", "es"]
+        only_es = db.session.execute(
+            vote_filter("preference", Slice(language="es"), join_voter=False)).all()
+        assert len(only_es) == 1
