@@ -65,6 +65,8 @@ def test_the_browsers_language_is_used_and_arabic_reads_right_to_left(client, we
     assert '<html lang="ar" dir="rtl">' in arabic and "ساعد في ترتيب" in arabic
     chinese = client.get("/", headers={"Accept-Language": "zh-CN"}).get_data(as_text=True)
     assert '<html lang="zh"' in chinese
+    hype = client.get("/hype/", headers={"Accept-Language": "pt-BR"}).get_data(as_text=True)
+    assert "Real ou falsa?" in hype  # the HYPE evaluator pages too
     unknown = client.get("/", headers={"Accept-Language": "fi"}).get_data(as_text=True)
     assert '<html lang="en"' in unknown and "Help rank image generators" in unknown
 
