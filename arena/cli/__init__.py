@@ -97,6 +97,7 @@ def _make_app():
 # (building the app imports Alembic, SciPy and every view: over a second). A test holds this
 # table equal to the commands the app registers.
 COMMAND_SUMMARIES = {
+    "backup": "Back up the database, images and secrets to one file (.tar or .tar.gz).",
     "campaign": "Benchmark campaigns: define, publish, add models and gold pairs, follow progress.",
     "db": "Perform database migrations.",
     "demo": "Create the database and load the demo campaign (does nothing if already loaded).",
@@ -110,6 +111,7 @@ COMMAND_SUMMARIES = {
     "model": "Models taking part.",
     "owner": "Model owner accounts.",
     "rank": "Rank models with Bradley-Terry or Elo, with 95% intervals and rank sets.",
+    "restore": "Restore a backup into a new instance (its database must be empty).",
     "routes": "Show the routes for the app.",
     "run": "Run a development server.",
     "serve": "Serve the app with gunicorn (upgrading the database schema first).",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 from flask import current_app
@@ -92,4 +93,35 @@ def serve_command(host, port, workers, threads):
 # duration in ms only.
 ACCESS_LOG_FORMAT = '%(t)s "%(r)s" %(s)s %(b)s %(M)sms'
 
-COMMANDS = (demo_command, serve_command)
+@click.command("backup")
+@click.argument("target", type=click.Path(dir_okay=False, path_type=Path))
+@with_appcontext
+def backup_command(target):
+    """Back up the database, images and secrets to one file (.tar or .tar.gz)."""
+    from arena.infra import backup
+
+    with click.progressbar(length=backup.image_count(), label="Images") as bar:
+        done = backup.backup(target, progress=bar.update)
+    click.echo(f"Backed up {_counted(done)} at revision {done.revision} to {done.path} "
+               f"({done.bytes / 2**20:.1f} MB, private: it holds the instance's secrets)")
+
+
+@click.command("restore")
+@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@with_appcontext
+def restore_command(source):
+    """Restore a backup into a new instance (its database must be empty)."""
+    from arena.infra import backup
+
+    with click.progressbar(length=backup.images_in(source), label="Images") as bar:
+        done = backup.restore(source, progress=bar.update)
+    click.echo(f"Restored {_counted(done)} from {done.path}; schema at {done.revision}. "
+               "Start the server again: it reads the restored secrets when it starts.")
+
+
+def _counted(summary) -> str:
+    return (f"{summary.counts['vote']:,} votes, {summary.counts['comparison']:,} comparisons, "
+            f"{summary.images:,} image files")
+
+
+COMMANDS = (demo_command, serve_command, backup_command, restore_command)
