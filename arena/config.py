@@ -114,6 +114,9 @@ class Defaults:
     WTF_CSRF_TIME_LIMIT = None  # tied to the session cookie instead of a clock
     RATELIMIT_STORAGE_URI = "memory://"  # redis://127.0.0.1:6379 when several servers run
     RATELIMIT_HEADERS_ENABLED = True
+    # Redis (or memcached) down: count in each process's memory meanwhile, with a warning in
+    # the log, and go back to the shared store on its own when it answers again
+    RATELIMIT_IN_MEMORY_FALLBACK_ENABLED = True
     # per voter (token or cookie) and per network (a keyed hash of its /24 or /48 prefix)
     RATE_LIMIT_SESSIONS = "60/hour"
     RATE_LIMIT_VOTES = "600/hour"
