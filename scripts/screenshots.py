@@ -3,7 +3,7 @@
     .venv/bin/python scripts/screenshots.py [OUT_DIR]   # default: screenshots/
 
 Loads a small demo campaign into a throwaway instance, serves it on a free port and drives
-Debian's chromium at 390x844.
+Debian's chromium at 360x640 and 430x932, in English and in Arabic (right to left).
 """
 
 from __future__ import annotations
@@ -23,11 +23,54 @@ from arena.infra.instance import upgrade_schema
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
 
 
+SIZES = [(360, 640), (430, 932)]  # the smallest and the largest phone the layout is held to
+LANGUAGES = ["en", "ar"]  # left to right, and right to left
+
+
+def walk(page, base: str, out: Path, tag: str) -> None:
+    """The landing page, a task of each criterion, the report form, the thank-you card."""
+
+    def shot(name: str, full_page: bool = False) -> None:
+        page.wait_for_load_state("networkidle")
+        page.screenshot(path=out / f"{name}-{tag}.png", full_page=full_page)
+
+    page.goto(base + "/")
+    shot("landing", full_page=True)
+    for criterion in ("preference", "coherence", "alignment"):
+        page.goto(f"{base}/?criterion={criterion}")
+        page.locator("form.start-form button[type=submit]").tap()
+        page.wait_for_url("**/s/*")
+        card = page.locator("form.task")
+        if criterion == "alignment":
+            card.locator(".confirm-read").tap(timeout=15000)
+            card.locator("fieldset.pair:not([disabled])").wait_for()
+        card.locator("label.choice").nth(0).tap()
+        shot(f"task-{criterion}")
+        if criterion == "coherence":  # the report form, and back to the same task
+            card.locator(".task-actions a").tap()
+            page.locator("form.report").wait_for()
+            shot("report-image")
+            page.locator("form.report .task-actions a").tap()
+            card.wait_for()
+    for _ in range(2):
+        card.locator("button[name=continue]").tap()
+        page.wait_for_timeout(300)
+        if card.locator(".confirm-read").count():
+            card.locator(".confirm-read").tap(timeout=15000)
+            card.locator("fieldset.pair:not([disabled])").wait_for()
+        if card.locator("label.choice").count():
+            card.locator("label.choice").nth(1).tap()
+    card.locator("button[name=continue]").tap()
+    page.locator("section.done").wait_for()
+    shot("done")
+
+
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="arena-shots-"))
     app = create_app({"INSTANCE_PATH": str(tmp), "SECRET_KEY": "shots",
-                      "PSEUDONYM_KEY": "shots", "VALIDATION_RATE": 0})
+                      "PSEUDONYM_KEY": "shots", "VALIDATION_RATE": 0,
+                      "REVEAL_WORD_MS": 40})
     with app.app_context():
         upgrade_schema()
         demo.load_demo(n_prompts=4, images_per_model=2)
@@ -36,40 +79,13 @@ def main(out: Path) -> None:
     base = f"http://127.0.0.1:{server.server_port}"
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-        page = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                   has_touch=True, device_scale_factor=1).new_page()
-        page.goto(base + "/")
-        page.screenshot(path=out / "landing.png", full_page=True)
-        page.get_by_text("About you").tap()
-        page.screenshot(path=out / "landing-about-you.png", full_page=True)
-        for criterion in ("preference", "coherence", "alignment"):
-            page.goto(f"{base}/?criterion={criterion}")
-            page.get_by_role("button", name="Start").tap()
-            page.wait_for_url("**/s/*")
-            if criterion == "alignment":
-                page.wait_for_timeout(500)
-                page.screenshot(path=out / "task-alignment-revealing.png", full_page=True)
-                page.get_by_role("button", name="I have read the caption").tap(timeout=15000)
-                page.locator("fieldset.pair:not([disabled])").wait_for()
-            page.locator("label.choice").nth(0).tap()
-            page.screenshot(path=out / f"task-{criterion}.png", full_page=True)
-            if criterion == "coherence":  # the report form, and back to the same task
-                page.get_by_role("link", name="Report an image").tap()
-                page.get_by_role("heading", name="Report an image").wait_for()
-                page.screenshot(path=out / "report-image.png", full_page=True)
-                page.get_by_role("link", name="Back").tap()
-                page.locator("form.task").wait_for()
-        for _ in range(2):
-            page.get_by_role("button", name="Continue").tap()
-            page.wait_for_timeout(300)
-            if page.get_by_role("button", name="I have read the caption").count():
-                page.get_by_role("button", name="I have read the caption").tap(timeout=15000)
-                page.locator("fieldset.pair:not([disabled])").wait_for()
-            if page.locator("label.choice").count():
-                page.locator("label.choice").nth(1).tap()
-        page.get_by_role("button", name="Continue").tap()
-        page.get_by_text("Thank you!").wait_for()
-        page.screenshot(path=out / "done.png", full_page=True)
+        for width, height in SIZES:
+            for language in LANGUAGES:
+                context = browser.new_context(
+                    viewport={"width": width, "height": height}, is_mobile=True,
+                    has_touch=True, device_scale_factor=1, locale=language)
+                walk(context.new_page(), base, out, f"{width}x{height}-{language}")
+                context.close()
         browser.close()
     server.shutdown()
     print(f"screenshots in {out}/")
