@@ -26,6 +26,10 @@ VALIDATION_WARNING = lazy_gettext(
     "That one was a check question with a clear answer. Please look carefully at both images."
 )
 REPORT_THANKS = lazy_gettext("Thank you: the report was sent, and that question skipped.")
+# refusals of the start form, in the page's language (others show the service's words)
+LANDING_MESSAGES = {
+    voters.MinorRefused: lazy_gettext("Sorry, you must be 18 or older to take part."),
+}
 
 
 def _current_voter():
@@ -57,8 +61,9 @@ def _render_landing(exc=None, status: int = 200):
         answers = {k: getattr(voter, k) if voter else None
                    for k in ("age_group", "gender", "country")}
     wanted = request.values.get("criterion")
+    message = LANDING_MESSAGES.get(type(exc), str(exc)) if exc else None
     html = render_template(
-        "voter/index.html", error=str(exc) if exc else None, answers=answers,
+        "voter/index.html", error=message, answers=answers,
         age_groups=AGE_GROUPS, genders=GENDERS, continents=CONTINENTS,
         countries=i18n.country_names(countries().values()),
         returning=voter is not None, criterion=wanted if wanted in CRITERIA else None)

@@ -103,3 +103,16 @@ def test_a_session_in_arabic_and_its_votes_record_the_language(client, web_campa
         only_es = db.session.execute(
             vote_filter("preference", Slice(language="es"), join_voter=False)).all()
         assert len(only_es) == 1
+
+
+def test_refusals_and_error_pages_speak_the_voters_language(client, web_campaign):
+    """The minor refused on the start form, and an error page (a session of someone else),
+    in Indonesian; the service's own words stay below in English."""
+    client.get("/language?lang=id")
+    html = client.get("/").get_data(as_text=True)
+    refused = client.post("/start", data={"csrf_token": csrf_token(html), "age_group": "0-17",
+                                          "with_demographics": "1"})
+    assert refused.status_code == 403
+    assert "harus berusia 18 tahun" in refused.get_data(as_text=True)
+    other = client.get("/s/not-a-session-of-yours").get_data(as_text=True)
+    assert "Tidak ditemukan" in other or "bukan milik Anda" in other
