@@ -14,7 +14,7 @@ from functools import partial
 import numpy as np
 from blinker import Namespace
 from flask import current_app
-from sqlalchemy import exists, func, insert, select, update
+from sqlalchemy import exists, func, insert, literal, select, union_all, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload
 
@@ -63,19 +63,25 @@ def _candidates(voter_id: int, criterion: str, validation: bool, pool: int = 0):
 PICKED = (Comparison.id, Comparison.image_a_id, Comparison.image_b_id)
 
 
+def pick_statement(query, limit: int, start: int):
+    """The first ``limit`` rows (``PICKED``) of ``query`` in ``shuffle_key`` order from
+    ``start`` on, wrapping around to the smallest keys: one statement whose two halves each
+    walk the queue index from a point (a round trip saved whenever the rows after the start
+    run out, which they often do once only a few pairs are left at the lowest level)."""
+    query = query.with_only_columns(*PICKED, Comparison.shuffle_key)
+    halves = [select(query.where(condition).order_by(Comparison.shuffle_key).limit(limit)
+                     .subquery(), literal(part).label("part"))
+              for part, condition in enumerate((Comparison.shuffle_key >= start,
+                                                Comparison.shuffle_key < start))]
+    both = union_all(*halves).subquery()
+    return (select(both.c.id, both.c.image_a_id, both.c.image_b_id)
+            .order_by(both.c.part, both.c.shuffle_key).limit(limit))
+
+
 def _pick_at_random_start(query, limit: int, rng: np.random.Generator) -> list:
     """Up to ``limit`` rows (``PICKED``) of ``query`` taken from a random point of
     ``shuffle_key``."""
-    start = int(rng.integers(0, 2**31))
-    query = query.with_only_columns(*PICKED)
-    rows = db.session.execute(
-        query.where(Comparison.shuffle_key >= start).order_by(Comparison.shuffle_key)
-        .limit(limit)).all()
-    if len(rows) < limit:
-        rows += db.session.execute(
-            query.where(Comparison.shuffle_key < start).order_by(Comparison.shuffle_key)
-            .limit(limit - len(rows))).all()
-    return rows
+    return db.session.execute(pick_statement(query, limit, int(rng.integers(0, 2**31)))).all()
 
 
 def next_comparisons(

@@ -104,18 +104,19 @@ def test_criteria_rotate_across_sessions(campaign):
 
 
 def test_matchmaking_queries_use_the_queue_index(ctx, campaign):
-    """No full scan per request: SQLite's plan for the pick walks ix_comparison_queue and
-    probes the voter's tasks through their unique index."""
+    """No full scan per request: SQLite's plan for the pick (the statement matchmaking
+    sends: both halves of the wrap-around, the lowest level as a subquery) walks
+    ix_comparison_queue and probes the voter's tasks through their unique index."""
     from sqlalchemy.dialects import sqlite
 
     voter = new_voter()
     base = matchmaking._candidates(voter.id, "preference", validation=False)
-    query = base.where(Comparison.progress == 0, Comparison.shuffle_key >= 5).order_by(
-        Comparison.shuffle_key).limit(3)
+    level = base.with_only_columns(func.min(Comparison.progress)).scalar_subquery()
+    query = matchmaking.pick_statement(base.where(Comparison.progress == level), 3, 5)
     sql = str(query.compile(dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True}))
     plan = " | ".join(row[-1] for row in db.session.execute(
         db.text("EXPLAIN QUERY PLAN " + sql)))
-    assert "ix_comparison_queue" in plan, plan
+    assert plan.count("ix_comparison_queue") >= 2, plan  # (each half, and the level)
     assert "SCAN comparison" not in plan, plan
     assert "SEARCH task USING INDEX" in plan and "voter_id=? AND comparison_id=?" in plan, plan
 
