@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from flask import current_app
-from sqlalchemy import and_, case, func, insert, select, update
+from sqlalchemy import and_, case, func, insert, literal_column, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 
@@ -237,17 +237,28 @@ def _flags(criterion: str, server_ms: int, voter: Voter) -> int:
 
 
 def _record(ballot: Ballot, params: EloParams) -> None:
-    """One write transaction of at most six statements: the voter's turn (the pacing floor,
-    decided under the voter's row lock, with the trust change of a gold answer), the rating
-    pair locked, the vote inserted, the task marked answered, the comparison's counter and
-    the two ratings moved."""
+    """One write transaction: the voter's turn (the pacing floor, decided under the voter's
+    row lock, with the trust change of a gold answer), the rating pair locked, then the vote
+    inserted, the task marked answered, the comparison's counter and the two ratings moved
+    (three statements on PostgreSQL, six elsewhere)."""
     with write_transaction():
         paced = pacing.take_turn(ballot.voter_id, ballot.at, _floor_ms(ballot.criterion),
                                  **_trust_change(ballot.correct))
         if not paced:
             ballot = replace(ballot, flags=ballot.flags | vote_flags.TOO_FAST)
         ratings = _lock_ratings(ballot) if ballot.rated else None
-        db.session.execute(insert(Vote).values(
+        # the vote, then the task answered, the comparison's counter and the two ratings:
+        # on PostgreSQL one statement (the others as data-modifying WITH clauses: one round
+        # trip instead of four), elsewhere one statement each; the same rows either way
+        writes = [update(Task).where(Task.id == ballot.task_id).values(answered_at=ballot.at)]
+        if not ballot.flags:  # only counted votes fill a comparison's quota
+            writes.append(
+                update(Comparison).where(Comparison.id == ballot.comparison_id).values(
+                    votes_count=Comparison.votes_count + 1,
+                    progress=(Comparison.votes_count + 1) * 1000 / Comparison.target_votes))
+        if ratings is not None:
+            writes.append(_moved_ratings(ballot, ratings, params))
+        vote = insert(Vote).values(
             task_id=ballot.task_id, voter_id=ballot.voter_id,
             comparison_id=ballot.comparison_id, criterion=ballot.criterion,
             choice=ballot.choice, winner_image_id=ballot.winner_image_id,
@@ -255,17 +266,14 @@ def _record(ballot: Ballot, params: EloParams) -> None:
             loser_model_id=ballot.loser_model_id, is_validation=ballot.is_validation,
             correct=ballot.correct, response_ms=ballot.response_ms,
             server_ms=ballot.server_ms, flags=ballot.flags, created_at=ballot.at,
-            language=ballot.language))
-        # (the unique task_id refuses a concurrent duplicate at that INSERT)
-        db.session.execute(update(Task).where(Task.id == ballot.task_id)
-                           .values(answered_at=ballot.at))
-        if not ballot.flags:  # only counted votes fill a comparison's quota
-            db.session.execute(
-                update(Comparison).where(Comparison.id == ballot.comparison_id).values(
-                    votes_count=Comparison.votes_count + 1,
-                    progress=(Comparison.votes_count + 1) * 1000 / Comparison.target_votes))
-        if ratings is not None:
-            _move_ratings(ballot, ratings, params)
+            language=ballot.language)
+        # (the unique task_id refuses a concurrent duplicate at the INSERT: all of it, then)
+        if db.session.get_bind().dialect.name == "postgresql":
+            ctes = [w.returning(literal_column("1")).cte(f"w{k}") for k, w in enumerate(writes)]
+            db.session.execute(vote.add_cte(*ctes))
+        else:
+            for statement in (vote, *writes):
+                db.session.execute(statement)
 
 
 def _lock_ratings(ballot: Ballot) -> dict[int, float]:
@@ -281,17 +289,17 @@ def _lock_ratings(ballot: Ballot) -> dict[int, float]:
     return ratings
 
 
-def _move_ratings(ballot: Ballot, ratings: dict[int, float], params: EloParams) -> None:
+def _moved_ratings(ballot: Ballot, ratings: dict[int, float], params: EloParams):
     """Both rating rows in one UPDATE; the new ratings are computed here, with the same
     function as the replay, so they are the same floats."""
     winner, loser = ballot.winner_model_id, ballot.loser_model_id
     won, lost = elo_update(ratings[winner], ratings[loser], 1.0, params)
     is_winner = EloRating.model_id == winner
-    db.session.execute(
-        update(EloRating)
-        .where(EloRating.criterion == ballot.criterion, EloRating.model_id.in_([winner, loser]))
-        .values(rating=case((is_winner, won), else_=lost), votes=EloRating.votes + 1,
-                wins=EloRating.wins + case((is_winner, 1), else_=0)))
+    return (update(EloRating)
+            .where(EloRating.criterion == ballot.criterion,
+                   EloRating.model_id.in_([winner, loser]))
+            .values(rating=case((is_winner, won), else_=lost), votes=EloRating.votes + 1,
+                    wins=EloRating.wins + case((is_winner, 1), else_=0)))
 
 
 def _trust_change(correct: bool | None) -> dict:
