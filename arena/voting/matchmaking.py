@@ -84,6 +84,16 @@ def _pick_at_random_start(query, limit: int, rng: np.random.Generator) -> list:
     return db.session.execute(pick_statement(query, limit, int(rng.integers(0, 2**31)))).all()
 
 
+def lowest_level(base, floor: int):
+    """The lowest ``progress`` above ``floor`` among the comparisons of ``base``, as a
+    scalar subquery that walks the queue index in progress order and stops at the first
+    comparison the voter may get. (``min(progress)`` read every candidate instead: on
+    PostgreSQL 89 ms against 0.5 ms for a voter with 51 tasks among 7,400 comparisons,
+    growing with the campaign.)"""
+    return (base.where(Comparison.progress > floor).with_only_columns(Comparison.progress)
+            .order_by(Comparison.progress).limit(1).scalar_subquery())
+
+
 def next_comparisons(
     voter_id: int, criterion: str, count: int, rng: np.random.Generator,
     validation: bool = False, pool: int = 0,
@@ -96,8 +106,7 @@ def next_comparisons(
     chosen: list = []
     floor = -1
     while len(chosen) < count:
-        level = (base.where(Comparison.progress > floor)
-                 .with_only_columns(func.min(Comparison.progress)).scalar_subquery())
+        level = lowest_level(base, floor)
         picked = _pick_at_random_start(base.where(Comparison.progress == level),
                                        count - len(chosen), rng)
         if not picked:

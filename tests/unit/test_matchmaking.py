@@ -111,7 +111,7 @@ def test_matchmaking_queries_use_the_queue_index(ctx, campaign):
 
     voter = new_voter()
     base = matchmaking._candidates(voter.id, "preference", validation=False)
-    level = base.with_only_columns(func.min(Comparison.progress)).scalar_subquery()
+    level = matchmaking.lowest_level(base, -1)
     query = matchmaking.pick_statement(base.where(Comparison.progress == level), 3, 5)
     sql = str(query.compile(dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True}))
     plan = " | ".join(row[-1] for row in db.session.execute(
