@@ -148,9 +148,11 @@ def test_reported_images_queue_restore_remove_and_csv(client, operator, app):
         make_campaign(gold=False)
         voter, session = start()
         first, second = session.tasks[0], session.tasks[1]
-        image_reports.report(voter, first.id, "left", "offensive")
-        image_reports.report(voter, second.id, "right", "broken")
         reported = first.left_image_id
+        image_reports.report(voter, first.id, "left", "offensive")
+        # (a second image: a voter reports an image once, and pairs share images)
+        other = "right" if second.left_image_id == reported else "left"
+        image_reports.report(voter, second.id, other, "broken")
     sign_in(client, operator[0])
     html = client.get("/admin/").get_data(as_text=True)
     assert "Reported images" in html and "It is offensive or disturbing: 1" in html
