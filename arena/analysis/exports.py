@@ -120,15 +120,25 @@ VOTE_COLUMNS = [
 ]
 
 
-def _vote_query():
+def _with_models(query):
+    """``query`` (over tasks) joined to both images' models, as ``left_model`` and
+    ``right_model`` columns (None for a gold asset)."""
     left_img, right_img = aliased(Image), aliased(Image)
     left_model, right_model = aliased(GenModel), aliased(GenModel)
-    return (
+    return (query.add_columns(left_model.name.label("left_model"),
+                              right_model.name.label("right_model"))
+            .join(left_img, left_img.id == Task.left_image_id)
+            .join(right_img, right_img.id == Task.right_image_id)
+            .outerjoin(left_model, left_model.id == left_img.model_id)
+            .outerjoin(right_model, right_model.id == right_img.model_id))
+
+
+def _vote_query():
+    return _with_models(
         select(
             Vote.id.label("vote_id"), Vote.created_at, Vote.criterion,
             Comparison.prompt_id, Prompt.category.label("prompt_category"),
             Task.left_image_id, Task.right_image_id,
-            left_model.name.label("left_model"), right_model.name.label("right_model"),
             Vote.choice.label("winner"), Vote.response_ms, Vote.server_ms, Vote.flags,
             Voter.public_id,
             Voter.age_group, Voter.gender, Voter.country, Voter.continent,
@@ -138,12 +148,7 @@ def _vote_query():
         .join(Comparison, Comparison.id == Vote.comparison_id)
         .outerjoin(Prompt, Prompt.id == Comparison.prompt_id)
         .join(Voter, Voter.id == Vote.voter_id)
-        .join(left_img, left_img.id == Task.left_image_id)
-        .join(right_img, right_img.id == Task.right_image_id)
-        .outerjoin(left_model, left_model.id == left_img.model_id)
-        .outerjoin(right_model, right_model.id == right_img.model_id)
-        .order_by(Vote.id)
-    )
+    ).order_by(Vote.id)
 
 
 def _snapshot(engine, query, batch: int):
@@ -253,28 +258,20 @@ SKIP_COLUMNS = [
 
 
 def _skip_query():
-    left_img, right_img = aliased(Image), aliased(Image)
-    left_model, right_model = aliased(GenModel), aliased(GenModel)
-    return (
+    return _with_models(
         select(
             Task.id.label("task_id"), Task.skipped_at, Comparison.criterion,
             Comparison.id.label("comparison_id"), Comparison.prompt_id,
             Task.left_image_id, Task.right_image_id,
-            left_model.name.label("left_model"), right_model.name.label("right_model"),
             Comparison.is_validation, ImageReport.side.label("reported_side"),
             ImageReport.reason.label("report_reason"), Voter.public_id,
             Voter.age_group, Voter.gender, Voter.country, Voter.continent,
         )
         .join(Comparison, Comparison.id == Task.comparison_id)
         .join(Voter, Voter.id == Task.voter_id)
-        .join(left_img, left_img.id == Task.left_image_id)
-        .join(right_img, right_img.id == Task.right_image_id)
-        .outerjoin(left_model, left_model.id == left_img.model_id)
-        .outerjoin(right_model, right_model.id == right_img.model_id)
         .outerjoin(ImageReport, ImageReport.task_id == Task.id)
         .where(Task.skipped_at.is_not(None))
-        .order_by(Task.id)
-    )
+    ).order_by(Task.id)
 
 
 def iter_skips(engine, key: str, batch: int = 5000):

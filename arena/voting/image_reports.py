@@ -22,8 +22,8 @@ from arena.config import N_
 from arena.errors import Invalid, NotFound
 from arena.extensions import db
 from arena.infra.database import retry_on_lock, write_transaction
-from arena.models import Comparison, GenModel, Image, ImageReport, Task, Voter, utcnow
-from arena.voting.tasks import owned_task
+from arena.models import Comparison, GenModel, Image, ImageReport, Voter, utcnow
+from arena.voting.tasks import close_without_vote, owned_task
 
 REASONS = {"broken": N_("It does not load or is broken"),
            "offensive": N_("It is offensive or disturbing"),
@@ -70,9 +70,7 @@ def report(voter: Voter, task_id: int, side, reason, now: datetime | None = None
             # arriving together cannot both miss the one that completes the count
             paused_at = db.session.execute(select(Image.paused_at).where(Image.id == image_id)
                                            .with_for_update()).scalar_one()
-            db.session.execute(update(Task).where(Task.id == task_id,
-                                                  Task.answered_at.is_(None))
-                               .values(answered_at=now, skipped_at=now))
+            close_without_vote(task_id, now)
             db.session.add(ImageReport(image_id=image_id, voter_id=voter_id, task_id=task_id,
                                        side=side, reason=reason, created_at=now))
             db.session.flush()
@@ -82,7 +80,7 @@ def report(voter: Voter, task_id: int, side, reason, now: datetime | None = None
         paused = retry_on_lock(write)
     except IntegrityError:  # this voter reported the image before (or twice at once)
         db.session.rollback()
-        retry_on_lock(lambda: _close(task_id, now))
+        retry_on_lock(lambda: _close(task_id, now))  # the task closes all the same
         paused = db.session.scalar(select(Image.paused_at).where(Image.id == image_id))
         return Reported(recorded=False, paused=paused is not None)
     return Reported(recorded=True, paused=paused)
@@ -90,8 +88,7 @@ def report(voter: Voter, task_id: int, side, reason, now: datetime | None = None
 
 def _close(task_id: int, now: datetime) -> None:
     with write_transaction():
-        db.session.execute(update(Task).where(Task.id == task_id, Task.answered_at.is_(None))
-                           .values(answered_at=now, skipped_at=now))
+        close_without_vote(task_id, now)
 
 
 def _pause_if_reported(image_id: int, now: datetime) -> bool:

@@ -169,12 +169,17 @@ def skip(voter: Voter, task_id: int, now: datetime | None = None) -> Task:
 
     def write():
         with write_transaction():
-            db.session.execute(update(Task).where(Task.id == task_id,
-                                                  Task.answered_at.is_(None))
-                               .values(answered_at=now, skipped_at=now))
+            close_without_vote(task_id, now)
 
     retry_on_lock(write)
     return task
+
+
+def close_without_vote(task_id: int, now: datetime) -> None:
+    """In the caller's write transaction: task ``task_id`` answered and skipped at ``now``
+    unless it was answered already (a skip, an image report)."""
+    db.session.execute(update(Task).where(Task.id == task_id, Task.answered_at.is_(None))
+                       .values(answered_at=now, skipped_at=now))
 
 
 def _still_revealing(wait_ms: int) -> StillRevealing:
