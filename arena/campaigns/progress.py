@@ -12,7 +12,18 @@ from sqlalchemy.orm import aliased
 
 from arena.extensions import db
 from arena.infra.database import at_most
-from arena.models import Campaign, Comparison, GenModel, Image, Vote, Voter, utcnow
+from arena.models import (
+    Campaign,
+    Comparison,
+    GenModel,
+    Image,
+    ImageReport,
+    Prompt,
+    Task,
+    Vote,
+    Voter,
+    utcnow,
+)
 
 
 @dataclass
@@ -20,6 +31,9 @@ class Progress:
     campaign: Campaign
     criteria: list[dict] = field(default_factory=list)
     pairs: list[dict] = field(default_factory=list)
+    # the comparisons voters most often closed without a vote ("Can't decide", a report)
+    most_skipped: list[dict] = field(default_factory=list)
+    skips_total: int = 0
     votes_total: int = 0
     needed_total: int = 0
     votes_per_hour: float | None = None
@@ -38,7 +52,13 @@ def progress(campaign: Campaign, now: datetime | None = None) -> Progress:
     result.criteria = _per_criterion(campaign)
     result.votes_total = sum(c["collected"] for c in result.criteria)
     result.needed_total = sum(c["needed"] for c in result.criteria)
+    skips = _skips(campaign)
+    for row in result.criteria:
+        row["skipped"] = sum(n for (criterion, _), n in skips.items()
+                             if criterion == row["criterion"])
+    result.skips_total = sum(skips.values())
     result.pairs = _per_pair(campaign)
+    result.most_skipped = _most_skipped(campaign)
     result.votes_per_hour = _rate(campaign, now)
     if result.votes_per_hour:
         remaining = max(result.needed_total - result.votes_total, 0)
@@ -88,8 +108,61 @@ def _per_pair(campaign: Campaign) -> list[dict]:
         key = (criterion, *sorted((a, b)))
         got[key] += int(votes or 0)
         wanted[key] += int(need or 0)
+    skipped = _skips(campaign, by_models=True)
     return [{"criterion": k[0], "models": f"{k[1]} vs {k[2]}", "votes": got[k],
-             "needed": wanted[k]} for k in sorted(got)]
+             "needed": wanted[k], "skipped": skipped[k]} for k in sorted(got)]
+
+
+def _skipped_tasks(campaign: Campaign):
+    return (select(Task.comparison_id, func.count().label("skips"))
+            .join(Comparison, Comparison.id == Task.comparison_id)
+            .where(*_regular(campaign), Task.skipped_at.is_not(None))
+            .group_by(Task.comparison_id).subquery())
+
+
+def _skips(campaign: Campaign, by_models: bool = False) -> Counter:
+    """Tasks closed without a vote, per criterion, or per criterion and model pair
+    (models sorted by name, as in :func:`_per_pair`)."""
+    skipped = _skipped_tasks(campaign)
+    image_a, image_b = aliased(Image), aliased(Image)
+    model_a, model_b = aliased(GenModel), aliased(GenModel)
+    query = (select(Comparison.criterion, model_a.name, model_b.name, func.sum(skipped.c.skips))
+             .join(skipped, skipped.c.comparison_id == Comparison.id)
+             .join(image_a, image_a.id == Comparison.image_a_id)
+             .join(image_b, image_b.id == Comparison.image_b_id)
+             .join(model_a, model_a.id == image_a.model_id)
+             .join(model_b, model_b.id == image_b.model_id)
+             .group_by(Comparison.criterion, model_a.name, model_b.name))
+    counts: Counter = Counter()
+    for criterion, a, b, n in db.session.execute(query):
+        key = (criterion, *sorted((a, b))) if by_models else (criterion, None)
+        counts[key] += int(n)
+    return counts
+
+
+def _most_skipped(campaign: Campaign, limit: int = 10) -> list[dict]:
+    """The comparisons closed without a vote most often (at least twice), with their votes
+    and image reports: a pair nobody can decide on, or a broken image, shows up here."""
+    skipped = _skipped_tasks(campaign)
+    image_a, image_b = aliased(Image), aliased(Image)
+    model_a, model_b = aliased(GenModel), aliased(GenModel)
+    reports = (select(func.count()).select_from(ImageReport)
+               .join(Task, Task.id == ImageReport.task_id)
+               .where(Task.comparison_id == Comparison.id).scalar_subquery())
+    rows = db.session.execute(
+        select(Comparison.id, Comparison.criterion, model_a.name, model_b.name, Prompt.text,
+               Comparison.votes_count, skipped.c.skips, reports, Comparison.paused)
+        .join(skipped, skipped.c.comparison_id == Comparison.id)
+        .join(image_a, image_a.id == Comparison.image_a_id)
+        .join(image_b, image_b.id == Comparison.image_b_id)
+        .join(model_a, model_a.id == image_a.model_id)
+        .join(model_b, model_b.id == image_b.model_id)
+        .outerjoin(Prompt, Prompt.id == Comparison.prompt_id)
+        .where(skipped.c.skips >= 2)
+        .order_by(skipped.c.skips.desc(), Comparison.id).limit(limit)).all()
+    return [{"id": cid, "criterion": criterion, "models": f"{a} vs {b}", "prompt": text or "",
+             "votes": votes, "skipped": skips, "reported": reported, "paused": paused}
+            for cid, criterion, a, b, text, votes, skips, reported, paused in rows]
 
 
 def _rate(campaign: Campaign, now: datetime) -> float | None:

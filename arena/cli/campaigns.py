@@ -84,7 +84,7 @@ def campaign_status_command(name):
     click.echo(f"{p.campaign.name} ({state}): {p.votes_total:,d} of {p.needed_total:,d} votes")
     for c in p.criteria:
         click.echo(f"  {c['criterion']:<11} {c['collected']:>8,d} / {c['needed']:,d} "
-                   f"over {c['comparisons']:,d} comparisons")
+                   f"over {c['comparisons']:,d} comparisons, {c['skipped']:,d} skipped")
     rate = f"{p.votes_per_hour:.1f} votes/hour" if p.votes_per_hour else "no votes in 24 h"
     eta = f", about {p.eta_hours:.1f} h to go" if p.eta_hours is not None else ""
     click.echo(f"  {rate}{eta}; {p.voters} voters; gold pairs passed by "

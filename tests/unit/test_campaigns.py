@@ -13,7 +13,7 @@ from arena.catalog.images import ImageRejected
 from arena.errors import Conflict, Invalid, NotFound
 from arena.extensions import db
 from arena.models import Comparison, Prompt, utcnow
-from arena.voting import matchmaking
+from arena.voting import image_reports, matchmaking, tasks
 from tests.datasets import IMAGES
 from tests.factories import answer, make_model, make_owner, new_voter
 
@@ -126,7 +126,7 @@ def test_progress_is_accurate(three_models, ctx):
     report = progress(campaign)
     pref = next(c for c in report.criteria if c["criterion"] == "preference")
     assert pref == {"criterion": "preference", "comparisons": 2, "collected": cast,
-                    "needed": 2 * 26}
+                    "needed": 2 * 26, "skipped": 0}
     assert report.needed_total == 6 * 26 and report.votes_total == cast
     assert sum(p["votes"] for p in report.pairs) == cast
     assert {p["models"] for p in report.pairs} == {"A vs B"}
@@ -138,6 +138,38 @@ def test_progress_is_accurate(three_models, ctx):
     assert report.votes_per_hour > 0 and report.eta_hours > 0
     later = progress(campaign, now=utcnow() + timedelta(days=2))
     assert later.votes_per_hour is None and later.eta_hours is None
+
+
+def test_skips_and_reports_are_counted_per_comparison(three_models, ctx):
+    campaign, _ = three_models
+    campaigns.publish(campaign)
+    ctx.config["VALIDATION_RATE"] = 0.0
+    rng = np.random.default_rng(1)
+    closed: dict[int, int] = {}
+    reported: dict[int, int] = {}
+    for i in range(6):
+        voter = new_voter()
+        session = matchmaking.start_session(voter, rng, "preference")
+        first, *rest = session.tasks
+        if i % 2:
+            image_reports.report(voter, first.id, "left", "broken")
+            reported[first.comparison_id] = reported.get(first.comparison_id, 0) + 1
+        else:
+            tasks.skip(voter, first.id)
+        closed[first.comparison_id] = closed.get(first.comparison_id, 0) + 1
+        for task in rest:
+            answer(voter, task, "left")
+    report = progress(campaign)
+    pref = next(c for c in report.criteria if c["criterion"] == "preference")
+    assert pref["skipped"] == report.skips_total == 6
+    assert sum(p["skipped"] for p in report.pairs) == 6 and report.most_skipped
+    assert {s["id"]: s["skipped"] for s in report.most_skipped} == {
+        cid: n for cid, n in closed.items() if n >= 2}
+    for row in report.most_skipped:
+        assert row["reported"] == reported.get(row["id"], 0)
+        assert row["votes"] == db.session.get(Comparison, row["id"]).votes_count
+    assert [s["skipped"] for s in report.most_skipped] == sorted(
+        (s["skipped"] for s in report.most_skipped), reverse=True)
 
 
 def test_campaign_list_totals_match_each_progress_page(three_models):

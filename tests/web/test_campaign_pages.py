@@ -104,8 +104,18 @@ def test_demo_campaign_page_shows_votes_rate_and_demographics(client, app, runne
     assert "votes per hour" in page and "hours to completion" in page
     assert 'aria-label="Voters by continent"' in page
     assert "Aurora-XL vs Brisk-2" in page
+    assert "Tasks closed without a vote (\"Can't decide\" or an image report): 0." in page
+    app.config["VALIDATION_RATE"] = 0.0  # gold pairs are not the campaign's comparisons
+    body = client.post("/api/v1/sessions", json={"criterion": "coherence"}).json
+    headers = {"Authorization": f"Bearer {body['voter_token']}"}
+    for task in body["tasks"]:
+        assert client.post(f"/api/v1/tasks/{task['task_id']}/skip", headers=headers).json
+    page = client.get("/campaigns/Demo: DrawBench").get_data(as_text=True)
+    skipped = len(body["tasks"])
+    assert f"Tasks closed without a vote (\"Can't decide\" or an image report): {skipped}." in page
     status = runner.invoke(args=["campaign", "status", "Demo: DrawBench"])
     assert "votes/hour" in status.output and "gold pairs passed by" in status.output
+    assert f"{skipped} skipped" in status.output
 
 
 def test_campaign_list_costs_the_same_queries_however_many_campaigns(client, operator, app):
