@@ -88,7 +88,8 @@ def to_table(ranking: Ranking) -> str:
         ranks = ("-" if m.rank_best is None else str(m.rank_best) if m.rank_best == m.rank_worst
                  else f"{m.rank_best}–{m.rank_worst}")
         lines.append(
-            f"{m.rank:>4}  {m.model[:24]:24} {m.score:7.2f}  {fmt(m.rating, '7.1f')}  "
+            f"{fmt(m.rank, '>4') if m.rank else '   -'}  {m.model[:24]:24} "
+            f"{fmt(m.score, '7.2f'):>7}  {fmt(m.rating, '7.1f'):>7}  "
             f"{ci:>15}  {ranks:>7}  {fmt(m.tier, '>4')}  {fmt(m.online_elo, '7.1f')}  "
             f"{m.votes:>8,d}  {fmt(None if m.win_rate is None else 100 * m.win_rate, '6.1f')}")
     title = f"{ranking.method.upper()} ranking"

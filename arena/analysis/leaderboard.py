@@ -27,9 +27,9 @@ LEVEL = 0.95
 
 @dataclass
 class RankedModel:
-    rank: int
+    rank: int | None  # None: unranked (no vote in the selection)
     model: str
-    score: float  # Bradley-Terry strength, models sum to 100
+    score: float | None  # Bradley-Terry strength, models sum to 100 (None: unranked)
     rating: float | None  # Elo scale, mean 1000 (None: no votes)
     ci_low: float | None  # Elo scale
     ci_high: float | None
@@ -102,8 +102,7 @@ def rank_counts(
                         elo_now.get(names[active[k]]), played[active[k]], raw[active[k]])
             for position, k in enumerate(order, start=1)]
     idle = np.flatnonzero(played == 0) if include_idle else []
-    rows += [_idle_row(len(rows) + n, names[i], elo_now.get(names[i]))
-             for n, i in enumerate(idle, start=1)]
+    rows += [_idle_row(names[i], elo_now.get(names[i])) for i in idle]
     ranking = Ranking(
         criterion=criterion, method="bt", models=rows, total_votes=round(float(raw.sum())),
         bootstrap_rounds=rounds if spread is not None and intervals == "bootstrap" else 0,
@@ -175,9 +174,10 @@ class Spread:
     score_high: np.ndarray | None = None
 
 
-def _idle_row(position: int, name: str, online: float | None) -> RankedModel:
-    """A model without a vote in the selection: last, with nothing estimated."""
-    return RankedModel(rank=position, model=name, score=0.0, rating=None, ci_low=None,
+def _idle_row(name: str, online: float | None) -> RankedModel:
+    """A model without a vote in the selection: listed last, unranked, nothing estimated
+    (the phone audit found a 0-vote model ranked 5th)."""
+    return RankedModel(rank=None, model=name, score=None, rating=None, ci_low=None,
                        ci_high=None, score_low=None, score_high=None, rank_best=None,
                        rank_worst=None, tier=None, online_elo=online, votes=0, wins=0.0,
                        win_rate=None)
@@ -336,7 +336,7 @@ def rank_elo(names: list[str], winners, losers, ties=None, units=None, *,
     stored = online if online is not None else {}
     rows = [_ranked_row(position, names[i], i, point, spread,
                         stored.get(names[i], float(ordered[i])), played[i], won[i])
-            if played[i] else _idle_row(position, names[i], stored.get(names[i]))
+            if played[i] else _idle_row(names[i], stored.get(names[i]))
             for position, i in enumerate(order, start=1)]
     flags = [] if winners.size else ["no votes yet in this selection"]
     if boot:

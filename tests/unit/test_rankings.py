@@ -216,3 +216,24 @@ def test_raking_on_two_margins_leaves_out_voters_without_them(voted):
 def test_bad_margins_are_refused(ctx, margin):
     with pytest.raises(MarginError):
         rank_models("preference", margins=(margin,))
+
+
+@pytest.mark.parametrize("method", ["bt", "elo"])
+def test_a_model_without_votes_is_listed_unranked(voted, method):
+    """The phone audit found a model with 0 votes ranked 5th: it is listed, last, with no
+    rank and no score, in every format."""
+    from arena.analysis import exports
+    from tests.factories import make_model
+
+    make_model("newcomer")
+    db.session.commit()
+    ranking = rank_models("preference", method=method, rounds=0)
+    last = ranking.models[-1]
+    assert (last.model, last.rank, last.score, last.votes) == ("newcomer", None, None, 0)
+    assert [m.rank for m in ranking.models[:-1]] == [1, 2, 3]
+    if method == "bt":
+        assert "no votes yet for: newcomer" in ranking.flags
+    assert exports.to_csv(ranking).splitlines()[-1].startswith(",newcomer,,")
+    row = next(line for line in exports.to_table(ranking).splitlines()
+               if "newcomer" in line and not line.startswith("!"))
+    assert row.split()[:3] == ["-", "newcomer", "-"]
