@@ -1,6 +1,7 @@
 """Read by ``gunicorn wsgi:app`` run from the checkout (gunicorn loads ./gunicorn.conf.py):
 the same access log as ``arena serve``, without client addresses."""
 
-from arena.cli.server import ACCESS_LOG_FORMAT
+from arena.cli.server import ACCESS_LOG_FORMAT, WORKER_CLASS
 
 access_log_format = ACCESS_LOG_FORMAT
+worker_class = WORKER_CLASS

@@ -1,0 +1,51 @@
+"""Real servers for tests: started as the README says, on a free port, in their own instance."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ARENA = shutil.which("arena", path=str(Path(sys.executable).parent)) or "arena"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_env(instance: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
+    env["ARENA_INSTANCE_PATH"] = str(instance)
+    return env
+
+
+def wait_healthy(port: int, process: subprocess.Popen, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited: {process.stdout.read()}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health",
+                                        timeout=2) as response:
+                return {"status": response.status, "body": response.read().decode()}
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("server did not become healthy")
+
+
+def stop(process: subprocess.Popen) -> str:
+    process.terminate()
+    try:
+        out, _ = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate()
+    return out

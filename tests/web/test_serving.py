@@ -1,0 +1,162 @@
+"""The server as deployed (``arena serve``), attacked and crashed the way the operations
+audit did: half-sent requests, trickled bodies and idle connections must not hold its
+threads, and a master killed with kill -9 must not keep the port from the README's
+restart command."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from arena.infra.worker import BUFFERED_BODY, READ_TIMEOUT, request_is_complete
+
+from .servers import ARENA, ROOT, free_port, server_env, stop, wait_healthy
+
+HEAD = b"POST /api/v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+
+
+@pytest.mark.parametrize("body", [b"", b"{}", b'{"criterion": "coherence"}'])
+def test_a_request_is_complete_only_with_its_head_and_small_body(body):
+    whole = HEAD + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    for cut in range(len(whole)):
+        assert not request_is_complete(whole[:cut]), whole[:cut]
+    assert request_is_complete(whole)
+    assert request_is_complete(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    # a large or chunked body is streamed by the thread; a huge head goes to the parser
+    assert request_is_complete(HEAD + b"content-length: %d\r\n\r\n" % (BUFFERED_BODY + 1))
+    assert request_is_complete(HEAD + b"Transfer-Encoding: chunked\r\n\r\n")
+    assert request_is_complete(b"GET /" + b"a" * 70_000)
+
+
+def _get(port: int, path: str, timeout: float = 5.0) -> tuple[int, float]:
+    started = time.monotonic()
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as reply:
+        return reply.status, time.monotonic() - started
+
+
+def _post_json(port: int, path: str, body: dict, token: str | None = None) -> tuple[int, dict]:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                     data=json.dumps(body).encode(), headers=headers)
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        return reply.status, json.loads(reply.read())
+
+
+def _serve(instance: Path, port: int) -> subprocess.Popen:
+    """The README's command: `.venv/bin/arena serve` (one process, four threads)."""
+    return subprocess.Popen([ARENA, "serve", "--port", str(port)], env=server_env(instance),
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+
+
+@pytest.fixture
+def demo_instance(tmp_path) -> Path:
+    instance = tmp_path / "instance"
+    subprocess.run([ARENA, "demo", "--prompts", "1", "--images", "1", "--votes", "0"],
+                   env=server_env(instance), cwd=ROOT, check=True, capture_output=True,
+                   timeout=120)
+    return instance
+
+
+def test_slow_and_idle_clients_do_not_hold_the_threads(demo_instance):
+    """Before: four connections that each sent half a request head stopped the service
+    (its four threads waited on them). Now 64 such clients, 16 trickling a body, 16 idle
+    ones and a kept-alive connection halfway through its second request cost no thread:
+    health answers at once and a voter votes; the half-sent ones are cut off after
+    READ_TIMEOUT."""
+    port = free_port()
+    server = _serve(demo_instance, port)
+    clients = []
+    try:
+        wait_healthy(port, server)
+        for _ in range(64):
+            clients.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+            clients[-1].sendall(b"GET /api/v1/health/live HTTP/1.1\r\nHost: x\r\n")
+        for _ in range(16):
+            clients.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+            clients[-1].sendall(HEAD + b"Content-Length: 100\r\n\r\n{")
+        for _ in range(16):
+            clients.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        kept = socket.create_connection(("127.0.0.1", port), timeout=5)
+        kept.sendall(b"GET /api/v1/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert kept.recv(4096).startswith(b"HTTP/1.1 200")
+        kept.sendall(b"GET /api/v1/health/live HTTP/1.1\r\nHo")
+        clients.append(kept)
+        sent_at = time.monotonic()
+        time.sleep(0.5)
+
+        for _ in range(3):
+            status, took = _get(port, "/api/v1/health/live")
+            assert status == 200 and took < 2.0, took
+        status, session = _post_json(port, "/api/v1/sessions", {"criterion": "preference"})
+        assert status == 201 and session["tasks"]
+        task = session["tasks"][0]["task_id"]
+        status, vote = _post_json(port, f"/api/v1/tasks/{task}/vote", {"choice": "left"},
+                                  session["voter_token"])
+        assert status == 201 and vote["accepted"] is True
+
+        # the half-sent requests are closed by the server, not held for ever
+        first = clients[0]
+        first.settimeout(READ_TIMEOUT + 10)
+        assert first.recv(1) == b""
+        assert READ_TIMEOUT - 1 <= time.monotonic() - sent_at <= READ_TIMEOUT + 5
+    finally:
+        for client in clients:
+            client.close()
+        log = stop(server)
+    assert "Traceback" not in log, log
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_a_killed_master_can_be_restarted_with_the_readme_command(tmp_path):
+    """Before: after kill -9 of the master its workers served on for 30-45 s and held the
+    port, so `arena serve` failed with "Connection in use". Now they stop with it and the
+    same command serves again at once; a clean stop removes the pid file."""
+    instance = tmp_path / "instance"
+    port = free_port()
+    first = _serve(instance, port)
+    wait_healthy(port, first)
+    pid_file = instance / "arena.pid"
+    master = int(pid_file.read_text())
+    assert master == first.pid
+    workers = _children(master)
+    assert workers
+    os.kill(master, signal.SIGKILL)
+    first.wait(timeout=10)
+    first.stdout.close()
+
+    second = _serve(instance, port)
+    try:
+        assert wait_healthy(port, second, timeout=30)["status"] == 200
+        assert int(pid_file.read_text()) == second.pid
+        deadline = time.monotonic() + 5
+        while not all(_gone(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(_gone(w) for w in workers)
+    finally:
+        log = stop(second)
+    assert "Connection in use" not in log
+    assert not pid_file.exists()
