@@ -99,6 +99,10 @@ def configure_app(app: Flask, config: dict | None) -> None:
             # them (see wsgi_app), so every worker signs and pseudonymises alike.
             app.config[key] = secrets.token_hex(32)
             app.config.setdefault("EPHEMERAL_SECRETS", []).append(key)
+    if not app.config.get("RATELIMIT_STORAGE_URI"):
+        from arena.infra.ratelimit_store import default_uri
+
+        app.config["RATELIMIT_STORAGE_URI"] = default_uri(app.instance_path)
     app.config.setdefault("IMAGE_DIR", None)
     if not app.config["IMAGE_DIR"]:
         app.config["IMAGE_DIR"] = os.path.join(app.instance_path, "images")
@@ -117,7 +121,10 @@ def configure_proxies(app: Flask) -> None:
 
 def configure_extensions(app: Flask) -> None:
     from arena.extensions import compress, csrf, db, limiter
-    from arena.infra import database  # noqa: F401  (registers the SQLite engine hooks)
+    from arena.infra import (
+        database,  # noqa: F401  (registers the SQLite engine hooks)
+        ratelimit_store,  # noqa: F401  (registers arena+sqlite://)
+    )
     from arena.infra.storage import LocalStorage
 
     db.init_app(app)

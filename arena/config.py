@@ -112,7 +112,9 @@ class Defaults:
     # a year-long cookie needs no re-signing on every response (images included)
     SESSION_REFRESH_EACH_REQUEST = False
     WTF_CSRF_TIME_LIMIT = None  # tied to the session cookie instead of a clock
-    RATELIMIT_STORAGE_URI = "memory://"  # redis://127.0.0.1:6379 when several servers run
+    # None: a SQLite file in the instance folder, shared by this machine's processes
+    # (arena.infra.ratelimit_store); redis://127.0.0.1:6379 when several machines serve
+    RATELIMIT_STORAGE_URI = None
     RATELIMIT_HEADERS_ENABLED = True
     # Redis (or memcached) down: count in each process's memory meanwhile, with a warning in
     # the log, and go back to the shared store on its own when it answers again

@@ -50,13 +50,17 @@ def demo_command(n_prompts, n_images, n_votes):
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True, type=int)
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
-              help="Processes. More than one needs shared rate-limit storage "
-              "(RATELIMIT_STORAGE_URI=redis://...): each process counts on its own otherwise.")
+              help="Processes. They share the rate limits through the instance's "
+              "ratelimits.sqlite3 (or Redis); not with RATELIMIT_STORAGE_URI=memory://.")
 @click.option("--threads", default=4, show_default=True, type=click.IntRange(1, 64),
               help="Threads per process (they share one process's rate-limit counters).")
+@click.option("--pid", "pid_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the server's process id (default: INSTANCE/arena.pid; "
+              "removed when it stops).")
 @with_appcontext
-def serve_command(host, port, workers, threads):
-    """Serve the app with gunicorn (upgrading the database schema first)."""
+def serve_command(host, port, workers, threads, pid_file):
+    """Serve the app with gunicorn (upgrading the database schema first). Stop it with
+    Ctrl+C or `kill $(cat instance/arena.pid)`: requests under way are finished first."""
     from flask import current_app
     from gunicorn.app.base import BaseApplication
 
@@ -67,16 +71,20 @@ def serve_command(host, port, workers, threads):
     if workers > 1 and limited and not shared_storage(current_app.config["RATELIMIT_STORAGE_URI"]):
         raise click.UsageError(
             f"--workers {workers} with rate limits stored in memory would let every limit "
-            f"be passed {workers} times over (each process counts on its own): set "
-            "RATELIMIT_STORAGE_URI=redis://127.0.0.1:6379 (pip install -e '.[redis]'), or "
-            "serve one process with more --threads")
+            f"be passed {workers} times over (each process counts on its own): leave "
+            "RATELIMIT_STORAGE_URI unset (a file in the instance folder that the processes "
+            "share) or set it to redis://..., or serve one process with more --threads")
     _upgrade()
+    pid_file = pid_file or Path(current_app.instance_path) / "arena.pid"
 
     class Server(BaseApplication):
         def load_config(self):
             self.cfg.set("bind", f"{host}:{port}")
             self.cfg.set("workers", workers)
             self.cfg.set("threads", threads)
+            self.cfg.set("worker_class", WORKER_CLASS)
+            self.cfg.set("pidfile", str(pid_file))
+            self.cfg.set("control_socket_disable", True)  # one per user: servers would share it
             self.cfg.set("accesslog", "-")
             self.cfg.set("access_log_format", ACCESS_LOG_FORMAT)
             self.cfg.set("forwarded_allow_ips", os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"))
@@ -92,6 +100,9 @@ def serve_command(host, port, workers, threads):
 # log would store what the README promises is stored nowhere. Time, request, status, size,
 # duration in ms only.
 ACCESS_LOG_FORMAT = '%(t)s "%(r)s" %(s)s %(b)s %(M)sms'
+# gunicorn's threaded worker, reading each request in full before a thread serves it, so
+# slow and idle clients cannot hold the threads (arena/infra/worker.py)
+WORKER_CLASS = "arena.infra.worker.BufferingWorker"
 
 @click.command("backup")
 @click.argument("target", type=click.Path(dir_okay=False, path_type=Path))

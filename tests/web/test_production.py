@@ -3,59 +3,16 @@ headers trusted only when configured, and no serving with secrets that exist in 
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
 import stat
 import subprocess
 import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 from arena import EphemeralSecretError, wsgi_app
 from tests.factories import make_campaign
 
-ROOT = Path(__file__).resolve().parents[2]
-ARENA = shutil.which("arena", path=str(Path(sys.executable).parent)) or "arena"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _server_env(instance: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
-    env["ARENA_INSTANCE_PATH"] = str(instance)
-    return env
-
-
-def _wait_healthy(port: int, process: subprocess.Popen, timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"server exited: {process.stdout.read()}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health",
-                                        timeout=2) as response:
-                return {"status": response.status, "body": response.read().decode()}
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError("server did not become healthy")
-
-
-def _stop(process: subprocess.Popen) -> str:
-    process.terminate()
-    try:
-        out, _ = process.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        out, _ = process.communicate()
-    return out
+from .servers import ARENA, ROOT, free_port, server_env, stop, wait_healthy
 
 
 def test_serving_refuses_secrets_that_live_in_one_process(tmp_path, monkeypatch):
@@ -75,14 +32,14 @@ def test_arena_serve_writes_keys_then_gunicorn_shares_them(tmp_path):
     `gunicorn wsgi:app` on that instance then starts too, while on an instance without keys
     it refuses with the reason instead of giving each worker its own key."""
     instance = tmp_path / "instance"
-    port = _free_port()
+    port = free_port()
     serve = subprocess.Popen([ARENA, "serve", "--port", str(port), "--threads", "2"],
-                             env=_server_env(instance), cwd=ROOT, stdout=subprocess.PIPE,
+                             env=server_env(instance), cwd=ROOT, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     try:
-        assert _wait_healthy(port, serve) == {"status": 200, "body": '{"status":"ok"}\n'}
+        assert wait_healthy(port, serve) == {"status": 200, "body": '{"status":"ok"}\n'}
     finally:
-        log = _stop(serve)
+        log = stop(serve)
     assert "Wrote a new SECRET_KEY" in log and "Wrote a new PSEUDONYM_KEY" in log
     config = instance / "config.py"
     assert stat.S_IMODE(config.stat().st_mode) == 0o600
@@ -95,19 +52,19 @@ def test_arena_serve_writes_keys_then_gunicorn_shares_them(tmp_path):
     assert "SECRET_KEY =" in config.read_text() and "PSEUDONYM_KEY =" in config.read_text()
 
     gunicorn = [sys.executable, "-m", "gunicorn", "--workers", "2", "wsgi:app"]
-    port = _free_port()
+    port = free_port()
     shared = subprocess.Popen([*gunicorn, "--bind", f"127.0.0.1:{port}", "--access-logfile",
-                               "-"], env=_server_env(instance), cwd=ROOT,
+                               "-"], env=server_env(instance), cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        assert _wait_healthy(port, shared)["status"] == 200
+        assert wait_healthy(port, shared)["status"] == 200
     finally:
-        log = _stop(shared)
+        log = stop(shared)
     access = [line for line in log.splitlines() if "/api/v1/health" in line]
     assert access and not any("127.0.0.1" in line for line in access), access
 
-    refused = subprocess.run([*gunicorn, "--bind", f"127.0.0.1:{_free_port()}"],
-                             env=_server_env(tmp_path / "no-keys"), cwd=ROOT,
+    refused = subprocess.run([*gunicorn, "--bind", f"127.0.0.1:{free_port()}"],
+                             env=server_env(tmp_path / "no-keys"), cwd=ROOT,
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0
     assert "will not serve without a persistent SECRET_KEY" in refused.stdout + refused.stderr
@@ -144,14 +101,3 @@ def test_without_trusted_proxies_forwarded_headers_are_ignored(make_app):
     client = app.test_client()
     codes = [_sessions(client, f"203.0.113.{k}", "https").status_code for k in range(3)]
     assert codes == [201, 201, 429]
-
-
-def test_serve_refuses_several_workers_that_would_each_count_limits(tmp_path):
-    """The audit got 60 new identities of the documented 30 from one network: `arena serve`
-    ran two workers, each with its own in-memory counters. Several workers now need shared
-    storage."""
-    refused = subprocess.run([ARENA, "serve", "--port", str(_free_port()), "--workers", "2"],
-                             env=_server_env(tmp_path / "instance"), cwd=ROOT,
-                             capture_output=True, text=True, timeout=60)
-    assert refused.returncode != 0
-    assert "RATELIMIT_STORAGE_URI=redis://" in refused.stderr

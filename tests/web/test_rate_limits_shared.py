@@ -1,0 +1,75 @@
+"""Rate limits counted once across processes without Redis: the default store is a SQLite
+file in the instance folder (arena/infra/ratelimit_store.py). The audit got ~120 sessions
+through a limit of 60 with two workers, each counting in its own memory."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+import subprocess
+import threading
+import time
+
+from arena.infra.ratelimit_store import SQLiteStorage, default_uri
+from tests.factories import make_campaign
+
+from .servers import ARENA, ROOT, free_port, server_env, stop, wait_healthy
+
+
+def test_two_servers_share_one_limit_in_the_instance_file(make_app, tmp_path):
+    config = {"RATELIMIT_ENABLED": True, "RATE_LIMIT_SESSIONS": "3/minute"}
+    first = make_app(**config)
+    assert first.config["RATELIMIT_STORAGE_URI"].startswith("arena+sqlite:///")
+    with first.app_context():
+        make_campaign()
+    second = make_app(**config)  # a second process on the same instance
+    codes = [app.test_client().post("/api/v1/sessions").status_code
+             for app in (first, second, first, second)]
+    assert codes == [201, 201, 201, 429]
+    path = tmp_path / "instance" / "ratelimits.sqlite3"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    with sqlite3.connect(path) as db:
+        keys = [k for (k,) in db.execute("SELECT key FROM counter")]
+    assert keys and not any("127.0.0.1" in k for k in keys)
+
+
+def test_concurrent_increments_are_all_counted_and_windows_expire(tmp_path):
+    uri = default_uri(str(tmp_path))
+    stores = [SQLiteStorage(uri) for _ in range(2)]  # as two processes would open it
+    barrier = threading.Barrier(8)
+
+    def hit(store):
+        barrier.wait()
+        for _ in range(50):
+            store.incr("k", expiry=60)
+
+    threads = [threading.Thread(target=hit, args=(stores[i % 2],)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert stores[0].get("k") == stores[1].get("k") == 400
+    assert stores[0].get_expiry("k") > time.time() + 50
+    assert stores[0].incr("short", expiry=1) == 1 and stores[1].incr("short", expiry=1) == 2
+    time.sleep(1.1)
+    assert stores[1].get("short") == 0 and stores[0].incr("short", expiry=1) == 1
+    stores[0].clear("k")
+    assert stores[1].get("k") == 0 and stores[0].check()
+    assert stores[0].reset() == 1
+
+
+def test_serve_runs_several_workers_on_the_default_store_and_refuses_memory(tmp_path):
+    instance = tmp_path / "instance"
+    port = free_port()
+    server = subprocess.Popen([ARENA, "serve", "--port", str(port), "--workers", "2"],
+                              env=server_env(instance), cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        assert wait_healthy(port, server)["status"] == 200
+    finally:
+        stop(server)
+    env = {**server_env(instance), "ARENA_RATELIMIT_STORAGE_URI": "memory://"}
+    refused = subprocess.run([ARENA, "serve", "--port", str(free_port()), "--workers", "2"],
+                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0
+    assert "each process counts on its own" in refused.stderr
