@@ -1,0 +1,299 @@
+"""Faults an operator meets, measured: slow clients, and processes killed under load.
+
+    .venv/bin/python benchmarks/faults.py [--only slowloris|crash] [--postgres URL]
+                                         [--voters 8] [--phase 20]
+
+**slowloris**: a demo instance served by gunicorn's own threaded worker (``gthread``, what
+``arena serve`` ran before) and by Arena's worker (``arena/infra/worker.py``), 1 process x
+4 threads each; for 4, 64 and 512 clients that each sent half a request head (and as many
+idle connections), the health check's median time over 5 tries (5 s timeout).
+
+**crash**: ``arena serve`` on a fresh demo instance (SQLite, and PostgreSQL with
+``--postgres``), ``--voters`` threads voting through the JSON API without pause. Phases of
+``--phase`` seconds: steady; after kill -9 of the worker (the master starts another); after
+kill -9 of the master and a restart with the README's command. Per phase: votes
+acknowledged, request errors, the worker's memory; at the end, votes acknowledged against
+votes stored (an acknowledged vote missing is a lost vote; a stored vote nobody heard back
+about was in flight at a kill), and the online Elo against ``arena elo replay``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def instance_env(instance: Path, url: str | None) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
+    env.update({"ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench",
+                "ARENA_PSEUDONYM_KEY": "bench", "ARENA_RATELIMIT_ENABLED": "false",
+                "ARENA_MIN_VOTE_MS": "{}", "ARENA_REVEAL_WORD_MS": "0"})
+    if url:
+        env["ARENA_DATABASE_URL"] = url
+    return env
+
+
+def demo(env: dict) -> None:
+    subprocess.run([str(BIN / "arena"), "demo", "--prompts", "4", "--images", "2", "--votes",
+                    "0"], env=env, cwd=ROOT, check=True, capture_output=True)
+
+
+def start(command: list[str], env: dict, log: Path, port: int) -> subprocess.Popen:
+    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=log.open("a"),
+                               stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited: {log.read_text()[-2000:]}")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health/live", timeout=2)
+            return process
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("server did not come up")
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=40)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def health_time(port: int) -> float | None:
+    """Seconds for one health check, None on a 5 s timeout."""
+    started = time.monotonic()
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health/live", timeout=5)
+    except OSError:
+        return None
+    return time.monotonic() - started
+
+
+# --- slowloris ----------------------------------------------------------------------------
+
+
+def slowloris(workdir: Path) -> None:
+    instance = workdir / "slow"
+    env = instance_env(instance, None)
+    demo(env)
+    rows = {}
+    for label, worker in (("gthread (before)", "gthread"),
+                          ("Arena's worker", "arena.infra.worker.BufferingWorker")):
+        port = free_port()
+        server = start([str(BIN / "gunicorn"), "--worker-class", worker, "--threads", "4",
+                        "--bind", f"127.0.0.1:{port}", "wsgi:app"], env,
+                       workdir / f"slow-{worker}.log", port)
+        try:
+            for clients in (0, 4, 64, 512):
+                held = []
+                for _ in range(clients):
+                    held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+                    held[-1].sendall(b"GET /api/v1/health/live HTTP/1.1\r\nHost: x\r\n")
+                    held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+                time.sleep(0.5)
+                times = [health_time(port) for _ in range(5)]
+                for s in held:
+                    s.close()
+                answered = [t for t in times if t is not None]
+                rows.setdefault(clients, {})[label] = (
+                    f"{1000 * statistics.median(answered):.0f} ms" if len(answered) >= 3
+                    else f"{5 - len(answered)} of 5 timed out")
+                time.sleep(1)
+        finally:
+            stop(server)
+    print("\nslow clients (half-sent requests + as many idle connections): health check, "
+          "median of 5")
+    labels = ["gthread (before)", "Arena's worker"]
+    print(f"| clients | {' | '.join(labels)} |\n|---|---|---|")
+    for clients, cells in rows.items():
+        print(f"| {clients} + {clients} | {' | '.join(cells[x] for x in labels)} |")
+
+
+# --- crash --------------------------------------------------------------------------------
+
+
+class Voters:
+    """Threads voting through the JSON API: sessions of three, no pause, counting every
+    acknowledged vote by its task id."""
+
+    def __init__(self, port: int, n: int):
+        self.base = f"http://127.0.0.1:{port}"
+        self.acknowledged: set[int] = set()
+        self.errors = 0
+        self.running = True
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._vote, daemon=True) for _ in range(n)]
+
+    def _post(self, path: str, body: dict, token: str | None):
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        request = urllib.request.Request(self.base + path, data=json.dumps(body).encode(),
+                                         headers=headers)
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return reply.status, json.loads(reply.read())
+
+    def _vote(self):
+        token = None
+        while self.running:
+            try:
+                _, session = self._post("/api/v1/sessions", {}, token)
+                token = token or session["voter_token"]
+                for task in session["tasks"]:
+                    if task["prompt"] is not None:
+                        self._post(f"/api/v1/tasks/{task['task_id']}/read", {}, token)
+                    status, body = self._post(f"/api/v1/tasks/{task['task_id']}/vote",
+                                              {"choice": "left", "response_ms": 1500}, token)
+                    if status == 201 and body.get("accepted"):
+                        with self.lock:
+                            self.acknowledged.add(task["task_id"])
+            except (OSError, urllib.error.HTTPError, ValueError, KeyError):
+                with self.lock:
+                    self.errors += 1
+                time.sleep(0.2)
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def stop(self):
+        self.running = False
+        for t in self.threads:
+            t.join(timeout=15)
+
+    def snapshot(self) -> tuple[int, int]:
+        with self.lock:
+            return len(self.acknowledged), self.errors
+
+
+def rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmRSS"))
+               .split()[1]) / 1024
+
+
+def children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def check_database(env: dict, acknowledged: set[int]) -> dict:
+    """Votes stored vs acknowledged, and the online Elo vs a replay of the vote log."""
+    os.environ.update(env)
+    from sqlalchemy import select
+
+    from arena import create_app
+    from arena.extensions import db
+    from arena.models import EloRating, Vote
+    from arena.voting import votes
+
+    app = create_app()
+    with app.app_context():
+        stored = set(db.session.scalars(select(Vote.task_id)))
+
+        def ratings():
+            return {(r.model_id, r.criterion): (r.rating, r.votes, r.wins)
+                    for r in db.session.scalars(select(EloRating))}
+
+        online = ratings()
+        votes.replay()
+        db.session.expire_all()
+        replayed = ratings()
+        db.engine.dispose()
+    return {"stored": len(stored), "lost": len(acknowledged - stored),
+            "unacknowledged": len(stored - acknowledged),
+            "elo_matches": online == replayed,
+            "elo_max_diff": max(abs(online[k][0] - replayed[k][0]) for k in online)}
+
+
+def crash(workdir: Path, label: str, url: str | None, n_voters: int, phase: float) -> None:
+    instance = workdir / f"crash-{label}"
+    env = instance_env(instance, url)
+    demo(env)
+    port = free_port()
+    log = workdir / f"crash-{label}.log"
+    command = [str(BIN / "arena"), "serve", "--port", str(port)]
+    server = start(command, env, log, port)
+    voters = Voters(port, n_voters)
+    voters.start()
+    rows = []
+
+    def measure(name: str, seconds: float):
+        before = voters.snapshot()
+        memory = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            time.sleep(1)
+            memory += [rss_mb(w) for w in children(server.pid)]
+        after = voters.snapshot()
+        rows.append((name, after[0] - before[0], after[1] - before[1],
+                     f"{min(memory):.0f}-{max(memory):.0f}" if memory else "-"))
+
+    try:
+        measure("steady", phase)
+        os.kill(children(server.pid)[0], signal.SIGKILL)
+        measure("kill -9 worker", phase)
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+        restarted_at = time.monotonic()
+        server = start(command, env, log, port)
+        restart = time.monotonic() - restarted_at
+        measure(f"kill -9 master, restart ({restart:.1f} s to serve)", phase)
+    finally:
+        voters.stop()
+        stop(server)
+    result = check_database(env, voters.acknowledged)
+    print(f"\n{label}: {n_voters} voters through the JSON API, phases of {phase:.0f} s")
+    print("| phase | votes acknowledged | request errors | worker RSS (MB) |\n|---|---|---|---|")
+    for name, acked, errors, memory in rows:
+        print(f"| {name} | {acked:,} | {errors} | {memory} |")
+    print(f"votes acknowledged {len(voters.acknowledged):,}, stored {result['stored']:,}: "
+          f"{result['lost']} acknowledged votes lost, {result['unacknowledged']} stored "
+          f"without an answer (in flight at a kill); online Elo "
+          f"{'equals' if result['elo_matches'] else 'DIFFERS FROM'} the replay "
+          f"(largest difference {result['elo_max_diff']:.2e})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", choices=("slowloris", "crash"))
+    parser.add_argument("--postgres", help="an empty PostgreSQL database URL")
+    parser.add_argument("--voters", type=int, default=8)
+    parser.add_argument("--phase", type=float, default=20.0, help="seconds per phase")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="arena-faults-") as tmp:
+        workdir = Path(tmp)
+        if args.only in (None, "slowloris"):
+            slowloris(workdir)
+        if args.only in (None, "crash"):
+            crash(workdir, "SQLite", None, args.voters, args.phase)
+            if args.postgres:
+                crash(workdir, "PostgreSQL", args.postgres, args.voters, args.phase)
+
+
+if __name__ == "__main__":
+    main()
