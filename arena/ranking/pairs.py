@@ -120,7 +120,9 @@ class PairCounts:
 
     @property
     def n_strata(self) -> int:
-        return 1 if self.stratum is None else int(self.stratum.max()) + 1
+        if self.stratum is None or not self.stratum.size:
+            return 1
+        return int(self.stratum.max()) + 1
 
     def matrix(self, unit_weights=None) -> np.ndarray:
         """The win matrix with a tie as half a win each way, each unit's rows multiplied
@@ -133,15 +135,16 @@ class PairCounts:
         return wins.reshape(n, n)
 
     def unit_weights(self, calibration=None) -> np.ndarray:
-        """Each unit's calibration weight (all 1 without one, or without strata)."""
-        if calibration is None or self.stratum is None:
+        """Each unit's calibration weight (all 1 without one, without strata, or without
+        units: an empty slice)."""
+        if calibration is None or self.stratum is None or not self.stratum.size:
             return np.ones(max(self.n_units, 1))
         totals = np.bincount(self.stratum, weights=self.unit_totals(), minlength=self.n_strata)
         return calibration.weights(totals)[self.stratum]
 
     def weighted_matrix(self, calibration=None) -> np.ndarray:
         """The half-win matrix with every unit's votes weighted by its calibration weight."""
-        if calibration is None or self.stratum is None:
+        if calibration is None or self.stratum is None or not self.stratum.size:
             return self.matrix()
         return self.matrix(self.unit_weights(calibration))
 

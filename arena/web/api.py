@@ -48,6 +48,14 @@ def _download(download: exports.Download):
     return response
 
 
+@bp.get("/openapi.json")
+def openapi_description():
+    """This API's OpenAPI 3.1 description (arena/web/openapi.py)."""
+    from arena.web.openapi import spec
+
+    return jsonify(spec())
+
+
 @bp.get("/health")
 def health_check():
     return jsonify(health.check())

@@ -62,7 +62,7 @@ def refuse_nul() -> None:
     fields = [request.path, *request.args.keys(), *request.args.values()]
     if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):
         fields += [*request.form.keys(), *request.form.values()]
-    if any("\x00" in field for field in fields):
+    if any(_has_nul(field) for field in fields):  # (a multipart part may have no name)
         raise Invalid(NUL_MESSAGE)
 
 

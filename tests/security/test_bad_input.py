@@ -63,3 +63,19 @@ def test_malformed_json_and_parameters(served):
     for url in ("/leaderboard?seed=abc", "/api/v1/leaderboard?seed=abc&method=bt",
                 "/api/v1/leaderboard?rounds=1e9"):
         assert client.get(url).status_code < 500, url
+
+
+def test_a_post_stratified_ranking_of_an_empty_slice(served):
+    """Found by the schema fuzzing (test_api_schema.py): a slice without votes, ranked with
+    post-stratification, failed inside the weighting (numpy's max of nothing)."""
+    from arena.accounts import tokens
+
+    with served.app_context():
+        token = tokens.create_token("bad-input-analyst")
+    client = served.test_client()
+    for query in ("age_group=65%2B&bootstrap=0&method=bt&poststratify=true",
+                  "age_group=65%2B&method=bt&intervals=instant&poststratify=true",
+                  "age_group=65%2B&method=bt&margin=gender:female=0.5,male=0.5"):
+        response = client.get(f"/api/v1/leaderboard?{query}", headers=bearer(token))
+        assert response.status_code == 200, (query, response.status_code)
+        assert response.json["total_votes"] == 0
