@@ -20,6 +20,7 @@ about was in flight at a kill), and the online Elo against ``arena elo replay``.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import signal
@@ -32,6 +33,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,6 +146,7 @@ class Voters:
         self.base = f"http://127.0.0.1:{port}"
         self.acknowledged: set[int] = set()
         self.errors = 0
+        self.kinds: Counter = Counter()
         self.running = True
         self.lock = threading.Lock()
         self.threads = [threading.Thread(target=self._vote, daemon=True) for _ in range(n)]
@@ -171,10 +174,16 @@ class Voters:
                     if status == 201 and body.get("accepted"):
                         with self.lock:
                             self.acknowledged.add(task["task_id"])
-            except (OSError, urllib.error.HTTPError, ValueError, KeyError):
-                with self.lock:
-                    self.errors += 1
-                time.sleep(0.2)
+            except urllib.error.HTTPError as error:
+                self._failed(f"HTTP {error.code}: {error.read()[:80]!r}")
+            except (OSError, http.client.HTTPException, ValueError, KeyError) as error:
+                self._failed(type(error).__name__)
+
+    def _failed(self, kind: str) -> None:
+        with self.lock:
+            self.errors += 1
+            self.kinds[kind] += 1
+        time.sleep(0.2)
 
     def start(self):
         for t in self.threads:
@@ -276,6 +285,8 @@ def crash(workdir: Path, label: str, url: str | None, n_voters: int, phase: floa
           f"without an answer (in flight at a kill); online Elo "
           f"{'equals' if result['elo_matches'] else 'DIFFERS FROM'} the replay "
           f"(largest difference {result['elo_max_diff']:.2e})")
+    print("request errors by kind: " + ", ".join(f"{kind} x{n}" for kind, n
+                                                 in voters.kinds.most_common(6)))
 
 
 def main() -> None:
