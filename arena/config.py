@@ -126,6 +126,9 @@ class Defaults:
     RATE_LIMIT_NETWORK_VOTES = "6000/hour"
     RATE_LIMIT_NEW_VOTERS = "30/hour"  # new identities per network, on every route
     RATE_LIMIT_UPLOADS = "5000/hour"
+    # seconds one upload request (the form without JavaScript posts every file at once)
+    # spends storing files; the rest are listed as not processed, to send again
+    UPLOAD_REQUEST_SECONDS = 20
     # Server-Timing headers (the app's time and SQL statement count per request), for
     # benchmarks/ingest.py and for profiling a deployment; off by default.
     SERVER_TIMING = False

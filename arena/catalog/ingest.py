@@ -14,6 +14,7 @@ files to lines alike: by the path as written, or by file name when that is unamb
 from __future__ import annotations
 
 import re
+import time
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -33,6 +34,8 @@ from arena.models import GenModel, Image, Prompt
 
 FILENAME = re.compile(r"^(\d+)_(\d+)\.[A-Za-z]+$")  # <prompt_id>_<n>.png
 UNNAMED = "name it <prompt_id>_<n>.png or list it in manifest.csv"
+NOT_PROCESSED = ("not processed: this upload used its {:g} s; send this file again (files "
+                 "already stored are recognised as such)")
 # Sent (model_id=, prompt_id=) when a model's new image is flushed, inside its transaction:
 # the campaigns feature adds the pairs it makes possible (wired in create_app).
 image_added = Namespace().signal("image-added")
@@ -168,11 +171,21 @@ HELD_REASON = ("held for review: identical to an image the arena already holds (
 
 
 def ingest_batch(model: GenModel, items: Iterable[tuple[str, object, bytes | str]],
-                 progress: Callable[[IngestResult], None] | None = None) -> list[IngestResult]:
-    """Ingest (filename, prompt_id, bytes) items one by one; a bad file never stops the rest."""
+                 progress: Callable[[IngestResult], None] | None = None,
+                 budget_seconds: float | None = None) -> list[IngestResult]:
+    """Ingest (filename, prompt_id, bytes) items one by one; a bad file never stops the rest.
+    With ``budget_seconds``, items not started within that time come back as not processed
+    (once one new image is stored: sent again, a batch always moves on), so a request ends
+    in time with a result for every file."""
     results = []
+    deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
+    moved_on = False
     for filename, prompt_id, data in items:
-        result = ingest_image(model, prompt_id, data, filename)
+        if moved_on and deadline is not None and time.monotonic() >= deadline:
+            result = IngestResult(filename, False, NOT_PROCESSED.format(budget_seconds))
+        else:
+            result = ingest_image(model, prompt_id, data, filename)
+            moved_on = moved_on or (result.ok and not result.duplicate)
         results.append(result)
         if progress is not None:
             progress(result)
@@ -180,10 +193,11 @@ def ingest_batch(model: GenModel, items: Iterable[tuple[str, object, bytes | str
 
 
 def ingest_uploads(model: GenModel, files: list[tuple[str, bytes]],
-                   prompt_id: str | None = None) -> list[IngestResult]:
+                   prompt_id: str | None = None,
+                   budget_seconds: float | None = None) -> list[IngestResult]:
     """The upload form: files as (name, bytes), a ``manifest.csv`` among them or not, an
-    optional prompt id for all. Raises TableError for an unusable manifest (nothing is
-    stored then)."""
+    optional prompt id for all, and the seconds the request may spend storing them. Raises
+    TableError for an unusable manifest (nothing is stored then)."""
     manifest = next((Manifest.parse(_utf8(data), "manifest.csv") for name, data in files
                      if PurePosixPath(name).name == "manifest.csv"), Manifest([]))
     items = []
@@ -192,7 +206,7 @@ def ingest_uploads(model: GenModel, files: list[tuple[str, bytes]],
             continue
         chosen = prompt_id or manifest.prompt_for(name) or prompt_id_from_filename(name)
         items.append((PurePosixPath(name).name, chosen, data if chosen is not None else UNNAMED))
-    return ingest_batch(model, items)
+    return ingest_batch(model, items, budget_seconds=budget_seconds)
 
 
 def _utf8(data: bytes) -> str:

@@ -119,7 +119,8 @@ def _upload_refused(exc, status: int, name: str):
 def upload(name: str):
     model = registry.owned_model(g.owner, name)
     files = [(f.filename or "upload", f.read()) for f in request.files.getlist("images")]
-    results = ingest.ingest_uploads(model, files, request.form.get("prompt_id") or None)
+    results = ingest.ingest_uploads(model, files, request.form.get("prompt_id") or None,
+                                    current_app.config["UPLOAD_REQUEST_SECONDS"])
     if is_htmx():
         response = current_app.make_response(
             render_template("owner/_results.html", results=results))

@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 from arena.extensions import db
 from arena.models import Image, Prompt
 from tests.datasets import IMAGES
-from tests.factories import make_model, make_owner, make_prompt_set
+from tests.factories import make_model, make_owner, make_prompt_set, solid
 
 from .helpers import csrf_token
 
@@ -53,6 +53,40 @@ def test_register_upload_without_javascript_and_see_progress(client, app, signed
     assert body.count('class="result ok"') == 2 and body.count('class="result bad"') == 2
     assert "not a readable image" in body and "&lt;prompt_id&gt;_&lt;n&gt;" in body
     assert re.search(r"<strong>2</strong> × #\d+ a red cube", body)
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Image)) == 2
+
+
+def png_bytes(picture) -> bytes:
+    buffer = io.BytesIO()
+    picture.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def test_a_plain_upload_ends_in_time_with_a_result_for_every_file(client, app, signed_in):
+    """The audit posted 400 files without JavaScript: the request outlived the worker,
+    the owner got an empty 500 while 339 were stored. Now a request stores files for
+    UPLOAD_REQUEST_SECONDS at most (here 0: one file), lists the rest as not processed,
+    and sending them all again stores the next ones (the stored ones are recognised)."""
+    app.config["UPLOAD_REQUEST_SECONDS"] = 0
+    html = client.get("/owner/").get_data(as_text=True)
+    page = client.get(client.post("/owner/models", data={
+        "csrf_token": csrf_token(html), "name": "Acme-1"}).headers["Location"])
+    token = csrf_token(page.get_data(as_text=True))
+    sent = [png_bytes(solid(color)) for color in ("red", "green", "blue")]
+
+    def send_all():
+        files = [(io.BytesIO(data), f"{signed_in}_{n}.png") for n, data in enumerate(sent)]
+        body = client.post("/owner/models/Acme-1/upload", data={
+            "csrf_token": token, "images": files}, content_type="multipart/form-data")
+        assert body.status_code == 200
+        return body.get_data(as_text=True)
+
+    first = send_all()
+    assert first.count('class="result ok"') == 1 and first.count("not processed") == 2
+    second = send_all()
+    assert "already uploaded" in second and second.count("not processed") == 1
+    assert second.count('class="result ok"') == 2
     with app.app_context():
         assert db.session.scalar(select(func.count()).select_from(Image)) == 2
 
