@@ -175,6 +175,9 @@ class Voters:
                         with self.lock:
                             self.acknowledged.add(task["task_id"])
             except urllib.error.HTTPError as error:
+                if error.code == 409 and token is not None:
+                    token = None  # this voter has seen every pair: a new voter takes over
+                    continue
                 self._failed(f"HTTP {error.code}: {error.read()[:80]!r}")
             except (OSError, http.client.HTTPException, ValueError, KeyError) as error:
                 self._failed(type(error).__name__)
