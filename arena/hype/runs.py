@@ -77,7 +77,8 @@ def import_reals(folder: Path, progress=None) -> tuple[int, list[tuple[str, str]
 
 def create_run(name: str, mode: str, model_names: list[str]) -> HypeRun:
     """Open a HYPE run of ``model_names`` and commit. Raises Invalid (mode), Conflict (the
-    name is taken) or NotFound (a model)."""
+    name is taken, or the run could not start: too few real images or images of a model)
+    or NotFound (a model)."""
     if mode not in ("infinity", "time"):
         raise Invalid("mode must be infinity or time", field="mode")
     if db.session.scalar(select(HypeRun).where(HypeRun.name == name)) is not None:
@@ -88,6 +89,11 @@ def create_run(name: str, mode: str, model_names: list[str]) -> HypeRun:
         raise NotFound(f"no model named {', '.join(missing) or '(none given)'}")
     run = HypeRun(name=name, mode=mode, models=models)
     db.session.add(run)
+    problem = readiness(run)
+    if problem is not None:  # refused now, not after an evaluator's qualification
+        db.session.rollback()
+        raise Conflict(f"HYPE run {name!r} could not start: {problem}. Import real images "
+                       "(arena hype import-reals) or upload the models' images first")
     db.session.commit()
     return run
 

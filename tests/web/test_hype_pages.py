@@ -2,7 +2,9 @@ import re
 
 import pytest
 from PIL import Image as PILImage
+from sqlalchemy import select
 
+from arena.extensions import db
 from arena.hype import runs
 from tests.factories import make_campaign
 
@@ -57,9 +59,8 @@ def test_a_run_that_cannot_finish_says_so_before_the_check(client, pilot, app):
     """The phone audit passed a 100-image qualification on a HYPE-time run that could never
     start (too few images) and was refused only then. Now the run page says so and no check
     is started."""
-    from sqlalchemy import func, select
+    from sqlalchemy import func
 
-    from arena.extensions import db
     from arena.models import HypeStage
 
     app.config["HYPE_INFINITY_TRIALS"] = 40  # 20 reals and 20 fakes of each model needed
@@ -77,6 +78,20 @@ def test_a_run_that_cannot_finish_says_so_before_the_check(client, pilot, app):
             "not enough images of model-0: 3 available, 5 needed"
         app.config["HYPE_INFINITY_TRIALS"] = 6
         assert runs.readiness(runs.get_run("Pilot")) is None
+
+
+def test_a_run_that_could_not_start_is_refused_when_created(app, pilot, runner):
+    """The issue: refuse such a run when the operator creates it, saying what is missing."""
+    from arena.errors import Conflict
+    from arena.models import HypeRun
+
+    app.config["HYPE_INFINITY_TRIALS"] = 40
+    with app.app_context():
+        with pytest.raises(Conflict, match="not enough real images: 6 available, 20 needed"):
+            runs.create_run("Big", "infinity", ["model-0"])
+        assert db.session.scalar(select(HypeRun).where(HypeRun.name == "Big")) is None
+    result = runner.invoke(args=["hype", "create-run", "Big", "--models", "model-0"])
+    assert result.exit_code != 0 and "could not start: not enough real images" in result.output
 
 
 def test_stages_are_private_and_answers_validated(client, pilot, app):
