@@ -1,7 +1,7 @@
 """Faults an operator meets, measured: slow clients, and processes killed under load.
 
     .venv/bin/python benchmarks/faults.py [--only slowloris|crash] [--postgres URL]
-                                         [--voters 8] [--phase 20]
+                                         [--voters 8] [--phase 20] [--soak 600]
 
 **slowloris**: a demo instance served by gunicorn's own threaded worker (``gthread``, what
 ``arena serve`` ran before) and by Arena's worker (``arena/infra/worker.py``), 1 process x
@@ -10,7 +10,8 @@ idle connections), the health check's median time over 5 tries (5 s timeout).
 
 **crash**: ``arena serve`` on a fresh demo instance (SQLite, and PostgreSQL with
 ``--postgres``), ``--voters`` threads voting through the JSON API without pause. Phases of
-``--phase`` seconds: steady; after kill -9 of the worker (the master starts another); after
+``--phase`` seconds: steady (``--soak`` seconds when given: worker memory at its start and
+end); after kill -9 of the worker (the master starts another); after
 kill -9 of the master and a restart with the README's command. Per phase: votes
 acknowledged, request errors, the worker's memory; at the end, votes acknowledged against
 votes stored (an acknowledged vote missing is a lost vote; a stored vote nobody heard back
@@ -242,7 +243,8 @@ def check_database(env: dict, acknowledged: set[int]) -> dict:
             "elo_max_diff": max(abs(online[k][0] - replayed[k][0]) for k in online)}
 
 
-def crash(workdir: Path, label: str, url: str | None, n_voters: int, phase: float) -> None:
+def crash(workdir: Path, label: str, url: str | None, n_voters: int, phase: float,
+          soak: float) -> None:
     instance = workdir / f"crash-{label}"
     env = instance_env(instance, url)
     demo(env)
@@ -262,11 +264,15 @@ def crash(workdir: Path, label: str, url: str | None, n_voters: int, phase: floa
             time.sleep(1)
             memory += [rss_mb(w) for w in children(server.pid)]
         after = voters.snapshot()
+        # the first and last tenth of the phase: flat memory means no leak
+        tenth = max(len(memory) // 10, 1)
+        drift = (f"; {statistics.median(memory[:tenth]):.0f} -> "
+                 f"{statistics.median(memory[-tenth:]):.0f} MB" if len(memory) >= 20 else "")
         rows.append((name, after[0] - before[0], after[1] - before[1],
-                     f"{min(memory):.0f}-{max(memory):.0f}" if memory else "-"))
+                     f"{min(memory):.0f}-{max(memory):.0f}{drift}" if memory else "-"))
 
     try:
-        measure("steady", phase)
+        measure(f"steady, {soak or phase:.0f} s", soak or phase)
         os.kill(children(server.pid)[0], signal.SIGKILL)
         measure("kill -9 worker", phase)
         server.send_signal(signal.SIGKILL)
@@ -298,15 +304,18 @@ def main() -> None:
     parser.add_argument("--postgres", help="an empty PostgreSQL database URL")
     parser.add_argument("--voters", type=int, default=8)
     parser.add_argument("--phase", type=float, default=20.0, help="seconds per phase")
+    parser.add_argument("--soak", type=float, default=0.0,
+                        help="seconds of the steady phase (default: --phase), e.g. 600")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="arena-faults-") as tmp:
         workdir = Path(tmp)
         if args.only in (None, "slowloris"):
             slowloris(workdir)
         if args.only in (None, "crash"):
-            crash(workdir, "SQLite", None, args.voters, args.phase)
+            crash(workdir, "SQLite", None, args.voters, args.phase, args.soak)
             if args.postgres:
-                crash(workdir, "PostgreSQL", args.postgres, args.voters, args.phase)
+                crash(workdir, "PostgreSQL", args.postgres, args.voters, args.phase,
+                      args.soak)
 
 
 if __name__ == "__main__":
