@@ -129,6 +129,8 @@ class Defaults:
     # seconds one upload request (the form without JavaScript posts every file at once)
     # spends storing files; the rest are listed as not processed, to send again
     UPLOAD_REQUEST_SECONDS = 20
+    # /api/v1/health/ready fails below this many MB free where the SQLite file or images live
+    READY_MIN_FREE_MB = 32
     # Server-Timing headers (the app's time and SQL statement count per request), for
     # benchmarks/ingest.py and for profiling a deployment; off by default.
     SERVER_TIMING = False

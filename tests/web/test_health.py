@@ -42,6 +42,20 @@ def test_a_read_only_database_is_not_ready_and_says_why(make_app, tmp_path, capl
     assert any("readonly database" in r.getMessage() for r in caplog.records)
 
 
+def test_a_full_disk_is_not_ready_and_says_why(make_app, caplog):
+    """The fault benchmark filled the disk under load: votes got 503 and the log named the
+    cause, but readiness said ready (its no-op write fit in SQLite's existing WAL). It now
+    also checks the room left where the database and images are written."""
+    app = make_app(READY_MIN_FREE_MB=10**9)  # more than any disk has free
+    client = app.test_client()
+    with caplog.at_level(logging.ERROR):
+        response = client.get("/api/v1/health/ready")
+    assert response.status_code == 503 and response.json["error"].startswith("disk full:")
+    assert any("MB free on the disk of" in r.getMessage() for r in caplog.records)
+    app.config["READY_MIN_FREE_MB"] = 0
+    assert client.get("/api/v1/health/ready").status_code == 200
+
+
 def test_an_unreachable_postgresql_is_not_ready(make_app):
     pytest.importorskip("psycopg")
     app = make_app(DATABASE_URL="postgresql://postgres@127.0.0.1:1/nothing")
