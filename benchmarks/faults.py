@@ -1,7 +1,8 @@
 """Faults an operator meets, measured: slow clients, and processes killed under load.
 
-    .venv/bin/python benchmarks/faults.py [--only slowloris|crash] [--postgres URL]
+    .venv/bin/python benchmarks/faults.py [--only slowloris|crash|disk-full] [--postgres URL]
                                          [--voters 8] [--phase 20] [--soak 600]
+                                         [--restart-postgres 'pg_ctlcluster 15 main restart']
 
 **slowloris**: a demo instance served by gunicorn's own threaded worker (``gthread``, what
 ``arena serve`` ran before) and by Arena's worker (``arena/infra/worker.py``), 1 process x
@@ -12,10 +13,15 @@ idle connections), the health check's median time over 5 tries (5 s timeout).
 ``--postgres``), ``--voters`` threads voting through the JSON API without pause. Phases of
 ``--phase`` seconds: steady (``--soak`` seconds when given: worker memory at its start and
 end); after kill -9 of the worker (the master starts another); after
-kill -9 of the master and a restart with the README's command. Per phase: votes
+kill -9 of the master and a restart with the README's command; on PostgreSQL, after
+``--restart-postgres`` restarts the database. Per phase: votes
 acknowledged, request errors, the worker's memory; at the end, votes acknowledged against
 votes stored (an acknowledged vote missing is a lost vote; a stored vote nobody heard back
 about was in flight at a kill), and the online Elo against ``arena elo replay``.
+
+**disk-full** (Linux, as root): the same on SQLite in a 256 MB tmpfs, which a file then
+fills and, a phase later, frees: what voters get meanwhile (503, not a dead worker), what
+readiness says, whether the log names the cause, and that voting resumes on its own.
 """
 
 from __future__ import annotations
@@ -243,8 +249,41 @@ def check_database(env: dict, acknowledged: set[int]) -> dict:
             "elo_max_diff": max(abs(online[k][0] - replayed[k][0]) for k in online)}
 
 
+def measure(rows: list, voters: Voters, server: subprocess.Popen, name: str,
+            seconds: float) -> None:
+    """One phase: votes acknowledged, request errors and the worker's memory (its first and
+    last tenth: flat memory means no leak)."""
+    before = voters.snapshot()
+    memory = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        memory += [rss_mb(w) for w in children(server.pid)]
+    after = voters.snapshot()
+    tenth = max(len(memory) // 10, 1)
+    drift = (f"; {statistics.median(memory[:tenth]):.0f} -> "
+             f"{statistics.median(memory[-tenth:]):.0f} MB" if len(memory) >= 20 else "")
+    rows.append((name, after[0] - before[0], after[1] - before[1],
+                 f"{min(memory):.0f}-{max(memory):.0f}{drift}" if memory else "-"))
+
+
+def report(title: str, rows: list, voters: Voters, env: dict) -> None:
+    result = check_database(env, voters.acknowledged)
+    print(f"\n{title}")
+    print("| phase | votes acknowledged | request errors | worker RSS (MB) |\n|---|---|---|---|")
+    for name, acked, errors, memory in rows:
+        print(f"| {name} | {acked:,} | {errors} | {memory} |")
+    print(f"votes acknowledged {len(voters.acknowledged):,}, stored {result['stored']:,}: "
+          f"{result['lost']} acknowledged votes lost, {result['unacknowledged']} stored "
+          f"without an answer (in flight at a fault); online Elo "
+          f"{'equals' if result['elo_matches'] else 'DIFFERS FROM'} the replay "
+          f"(largest difference {result['elo_max_diff']:.2e})")
+    print("request errors by kind: " + ", ".join(f"{kind} x{n}" for kind, n
+                                                 in voters.kinds.most_common(6)))
+
+
 def crash(workdir: Path, label: str, url: str | None, n_voters: int, phase: float,
-          soak: float) -> None:
+          soak: float, restart_database: str | None = None) -> None:
     instance = workdir / f"crash-{label}"
     env = instance_env(instance, url)
     demo(env)
@@ -255,55 +294,85 @@ def crash(workdir: Path, label: str, url: str | None, n_voters: int, phase: floa
     voters = Voters(port, n_voters)
     voters.start()
     rows = []
-
-    def measure(name: str, seconds: float):
-        before = voters.snapshot()
-        memory = []
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            time.sleep(1)
-            memory += [rss_mb(w) for w in children(server.pid)]
-        after = voters.snapshot()
-        # the first and last tenth of the phase: flat memory means no leak
-        tenth = max(len(memory) // 10, 1)
-        drift = (f"; {statistics.median(memory[:tenth]):.0f} -> "
-                 f"{statistics.median(memory[-tenth:]):.0f} MB" if len(memory) >= 20 else "")
-        rows.append((name, after[0] - before[0], after[1] - before[1],
-                     f"{min(memory):.0f}-{max(memory):.0f}{drift}" if memory else "-"))
-
     try:
-        measure(f"steady, {soak or phase:.0f} s", soak or phase)
+        measure(rows, voters, server, f"steady, {soak or phase:.0f} s", soak or phase)
         os.kill(children(server.pid)[0], signal.SIGKILL)
-        measure("kill -9 worker", phase)
+        measure(rows, voters, server, "kill -9 worker", phase)
         server.send_signal(signal.SIGKILL)
         server.wait()
         restarted_at = time.monotonic()
         server = start(command, env, log, port)
         restart = time.monotonic() - restarted_at
-        measure(f"kill -9 master, restart ({restart:.1f} s to serve)", phase)
+        measure(rows, voters, server, f"kill -9 master, restart ({restart:.1f} s to serve)",
+                phase)
+        if restart_database:
+            began = time.monotonic()
+            subprocess.run(restart_database, shell=True, check=True, capture_output=True)
+            measure(rows, voters, server,
+                    f"database restarted ({time.monotonic() - began:.1f} s)", phase)
     finally:
         voters.stop()
         stop(server)
-    result = check_database(env, voters.acknowledged)
-    print(f"\n{label}: {n_voters} voters through the JSON API, phases of {phase:.0f} s")
-    print("| phase | votes acknowledged | request errors | worker RSS (MB) |\n|---|---|---|---|")
-    for name, acked, errors, memory in rows:
-        print(f"| {name} | {acked:,} | {errors} | {memory} |")
-    print(f"votes acknowledged {len(voters.acknowledged):,}, stored {result['stored']:,}: "
-          f"{result['lost']} acknowledged votes lost, {result['unacknowledged']} stored "
-          f"without an answer (in flight at a kill); online Elo "
-          f"{'equals' if result['elo_matches'] else 'DIFFERS FROM'} the replay "
-          f"(largest difference {result['elo_max_diff']:.2e})")
-    print("request errors by kind: " + ", ".join(f"{kind} x{n}" for kind, n
-                                                 in voters.kinds.most_common(6)))
+    report(f"{label}: {n_voters} voters through the JSON API, phases of {phase:.0f} s",
+           rows, voters, env)
+
+
+def disk_full(workdir: Path, n_voters: int, phase: float) -> None:
+    """SQLite on a 256 MB tmpfs (Linux, as root) that a filler file fills up, then frees."""
+    mount = workdir / "small-disk"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256m", "tmpfs", str(mount)],
+                      capture_output=True).returncode != 0:
+        print("\ndisk full: skipped (mounting a tmpfs needs root on Linux)")
+        return
+    try:
+        env = instance_env(mount / "instance", None)
+        demo(env)
+        port = free_port()
+        log = workdir / "disk-full.log"
+        server = start([str(BIN / "arena"), "serve", "--port", str(port)], env, log, port)
+        voters = Voters(port, n_voters)
+        voters.start()
+        rows = []
+        filler = mount / "filler"
+        try:
+            measure(rows, voters, server, "steady", phase)
+            with filler.open("wb") as f:
+                try:
+                    while True:
+                        f.write(b"\0" * 2**20)
+                        f.flush()
+                except OSError:
+                    pass
+            ready = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/health/ready")
+            time.sleep(1)
+            try:
+                urllib.request.urlopen(ready, timeout=5)
+                readiness = "200 (ready)"
+            except urllib.error.HTTPError as error:
+                readiness = f"{error.code} {error.read()[:80]!r}"
+            measure(rows, voters, server, f"disk full (readiness: {readiness})", phase)
+            filler.unlink()
+            measure(rows, voters, server, "space freed", phase)
+        finally:
+            voters.stop()
+            stop(server)
+        named = sum("full" in line for line in log.read_text().splitlines())
+        report(f"disk full (SQLite on a 256 MB tmpfs): {n_voters} voters, phases of "
+               f"{phase:.0f} s; {named} log lines name the full disk", rows, voters, env)
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=("slowloris", "crash"))
+    parser.add_argument("--only", choices=("slowloris", "crash", "disk-full"))
     parser.add_argument("--postgres", help="an empty PostgreSQL database URL")
     parser.add_argument("--voters", type=int, default=8)
     parser.add_argument("--phase", type=float, default=20.0, help="seconds per phase")
+    parser.add_argument("--restart-postgres", metavar="COMMAND",
+                        help="restarts PostgreSQL under load, e.g. 'pg_ctlcluster 15 main "
+                        "restart' (a phase more on PostgreSQL)")
     parser.add_argument("--soak", type=float, default=0.0,
                         help="seconds of the steady phase (default: --phase), e.g. 600")
     args = parser.parse_args()
@@ -315,7 +384,9 @@ def main() -> None:
             crash(workdir, "SQLite", None, args.voters, args.phase, args.soak)
             if args.postgres:
                 crash(workdir, "PostgreSQL", args.postgres, args.voters, args.phase,
-                      args.soak)
+                      args.soak, args.restart_postgres)
+        if args.only in (None, "disk-full"):
+            disk_full(workdir, args.voters, args.phase)
 
 
 if __name__ == "__main__":
