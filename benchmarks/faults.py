@@ -373,6 +373,8 @@ def main() -> None:
     parser.add_argument("--restart-postgres", metavar="COMMAND",
                         help="restarts PostgreSQL under load, e.g. 'pg_ctlcluster 15 main "
                         "restart' (a phase more on PostgreSQL)")
+    parser.add_argument("--postgres-only", action="store_true",
+                        help="crash: skip the SQLite run")
     parser.add_argument("--soak", type=float, default=0.0,
                         help="seconds of the steady phase (default: --phase), e.g. 600")
     args = parser.parse_args()
@@ -381,7 +383,8 @@ def main() -> None:
         if args.only in (None, "slowloris"):
             slowloris(workdir)
         if args.only in (None, "crash"):
-            crash(workdir, "SQLite", None, args.voters, args.phase, args.soak)
+            if not args.postgres_only:
+                crash(workdir, "SQLite", None, args.voters, args.phase, args.soak)
             if args.postgres:
                 crash(workdir, "PostgreSQL", args.postgres, args.voters, args.phase,
                       args.soak, args.restart_postgres)
