@@ -40,8 +40,9 @@ from gunicorn.workers.gthread import TConn, ThreadWorker
 READ_TIMEOUT = 10.0
 # seconds a thread waits for the next bytes of a large body, or for a client to read on
 STALL_TIMEOUT = 10.0
-# bodies up to this size are read before a thread is involved (forms, votes, JSON)
-BUFFERED_BODY = 256 * 1024
+# bodies up to this size are read before a thread is involved (forms, votes, JSON); with the
+# head limit, a worker's 1,000 connections buffer at most ~128 MB
+BUFFERED_BODY = 64 * 1024
 # a request head longer than this is handed over as it is, for the parser to refuse
 HEAD_LIMIT = 64 * 1024
 
