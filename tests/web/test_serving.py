@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -104,6 +105,15 @@ def test_slow_and_idle_clients_do_not_hold_the_threads(demo_instance):
         status, vote = _post_json(port, f"/api/v1/tasks/{task}/vote", {"choice": "left"},
                                   session["voter_token"])
         assert status == 201 and vote["accepted"] is True
+        # a body larger than the worker buffers is streamed to a thread, and answered
+        big = json.dumps({"criterion": "x" * (BUFFERED_BODY * 2)}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/v1/sessions",
+                                         data=big,
+                                         headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 400
+        refused.value.close()
 
         # the half-sent requests are closed by the server, not held for ever
         first = clients[0]
