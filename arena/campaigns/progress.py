@@ -52,12 +52,11 @@ def progress(campaign: Campaign, now: datetime | None = None) -> Progress:
     result.criteria = _per_criterion(campaign)
     result.votes_total = sum(c["collected"] for c in result.criteria)
     result.needed_total = sum(c["needed"] for c in result.criteria)
-    skips = _skips(campaign)
-    for row in result.criteria:
-        row["skipped"] = sum(n for (criterion, _), n in skips.items()
-                             if criterion == row["criterion"])
-    result.skips_total = sum(skips.values())
     result.pairs = _per_pair(campaign)
+    for row in result.criteria:
+        row["skipped"] = sum(p["skipped"] for p in result.pairs
+                             if p["criterion"] == row["criterion"])
+    result.skips_total = sum(p["skipped"] for p in result.pairs)
     result.most_skipped = _most_skipped(campaign)
     result.votes_per_hour = _rate(campaign, now)
     if result.votes_per_hour:
@@ -89,18 +88,28 @@ def _per_criterion(campaign: Campaign) -> list[dict]:
              "needed": int(rows.get(c, (0, 0, 0))[2])} for c in campaign.criteria_list]
 
 
-def _per_pair(campaign: Campaign) -> list[dict]:
+def _pair_models():
+    """The two models of a comparison's images, as name columns, and the joins that reach
+    them from ``Comparison``."""
     image_a, image_b = aliased(Image), aliased(Image)
     model_a, model_b = aliased(GenModel), aliased(GenModel)
-    rows = db.session.execute(
-        select(Comparison.criterion, model_a.name, model_b.name,
-               func.sum(Comparison.votes_count), func.sum(Comparison.target_votes))
-        .join(image_a, image_a.id == Comparison.image_a_id)
-        .join(image_b, image_b.id == Comparison.image_b_id)
-        .join(model_a, model_a.id == image_a.model_id)
-        .join(model_b, model_b.id == image_b.model_id)
+
+    def joined(query):
+        return (query.join(image_a, image_a.id == Comparison.image_a_id)
+                .join(image_b, image_b.id == Comparison.image_b_id)
+                .join(model_a, model_a.id == image_a.model_id)
+                .join(model_b, model_b.id == image_b.model_id))
+
+    return model_a.name, model_b.name, joined
+
+
+def _per_pair(campaign: Campaign) -> list[dict]:
+    name_a, name_b, joined = _pair_models()
+    rows = db.session.execute(joined(
+        select(Comparison.criterion, name_a, name_b,
+               func.sum(Comparison.votes_count), func.sum(Comparison.target_votes)))
         .where(*_regular(campaign))
-        .group_by(Comparison.criterion, model_a.name, model_b.name)
+        .group_by(Comparison.criterion, name_a, name_b)
     ).all()
     got: Counter = Counter()
     wanted: Counter = Counter()
@@ -108,7 +117,7 @@ def _per_pair(campaign: Campaign) -> list[dict]:
         key = (criterion, *sorted((a, b)))
         got[key] += int(votes or 0)
         wanted[key] += int(need or 0)
-    skipped = _skips(campaign, by_models=True)
+    skipped = _skips_per_pair(campaign)
     return [{"criterion": k[0], "models": f"{k[1]} vs {k[2]}", "votes": got[k],
              "needed": wanted[k], "skipped": skipped[k]} for k in sorted(got)]
 
@@ -120,23 +129,17 @@ def _skipped_tasks(campaign: Campaign):
             .group_by(Task.comparison_id).subquery())
 
 
-def _skips(campaign: Campaign, by_models: bool = False) -> Counter:
-    """Tasks closed without a vote, per criterion, or per criterion and model pair
-    (models sorted by name, as in :func:`_per_pair`)."""
+def _skips_per_pair(campaign: Campaign) -> Counter:
+    """Tasks closed without a vote, per criterion and model pair (models sorted by name, as
+    in :func:`_per_pair`)."""
     skipped = _skipped_tasks(campaign)
-    image_a, image_b = aliased(Image), aliased(Image)
-    model_a, model_b = aliased(GenModel), aliased(GenModel)
-    query = (select(Comparison.criterion, model_a.name, model_b.name, func.sum(skipped.c.skips))
-             .join(skipped, skipped.c.comparison_id == Comparison.id)
-             .join(image_a, image_a.id == Comparison.image_a_id)
-             .join(image_b, image_b.id == Comparison.image_b_id)
-             .join(model_a, model_a.id == image_a.model_id)
-             .join(model_b, model_b.id == image_b.model_id)
-             .group_by(Comparison.criterion, model_a.name, model_b.name))
+    name_a, name_b, joined = _pair_models()
+    query = joined(select(Comparison.criterion, name_a, name_b, func.sum(skipped.c.skips))
+                   .join(skipped, skipped.c.comparison_id == Comparison.id)
+                   ).group_by(Comparison.criterion, name_a, name_b)
     counts: Counter = Counter()
     for criterion, a, b, n in db.session.execute(query):
-        key = (criterion, *sorted((a, b))) if by_models else (criterion, None)
-        counts[key] += int(n)
+        counts[(criterion, *sorted((a, b)))] += int(n)
     return counts
 
 
@@ -144,19 +147,14 @@ def _most_skipped(campaign: Campaign, limit: int = 10) -> list[dict]:
     """The comparisons closed without a vote most often (at least twice), with their votes
     and image reports: a pair nobody can decide on, or a broken image, shows up here."""
     skipped = _skipped_tasks(campaign)
-    image_a, image_b = aliased(Image), aliased(Image)
-    model_a, model_b = aliased(GenModel), aliased(GenModel)
+    name_a, name_b, joined = _pair_models()
     reports = (select(func.count()).select_from(ImageReport)
                .join(Task, Task.id == ImageReport.task_id)
                .where(Task.comparison_id == Comparison.id).scalar_subquery())
-    rows = db.session.execute(
-        select(Comparison.id, Comparison.criterion, model_a.name, model_b.name, Prompt.text,
+    rows = db.session.execute(joined(
+        select(Comparison.id, Comparison.criterion, name_a, name_b, Prompt.text,
                Comparison.votes_count, skipped.c.skips, reports, Comparison.paused)
-        .join(skipped, skipped.c.comparison_id == Comparison.id)
-        .join(image_a, image_a.id == Comparison.image_a_id)
-        .join(image_b, image_b.id == Comparison.image_b_id)
-        .join(model_a, model_a.id == image_a.model_id)
-        .join(model_b, model_b.id == image_b.model_id)
+        .join(skipped, skipped.c.comparison_id == Comparison.id))
         .outerjoin(Prompt, Prompt.id == Comparison.prompt_id)
         .where(skipped.c.skips >= 2)
         .order_by(skipped.c.skips.desc(), Comparison.id).limit(limit)).all()

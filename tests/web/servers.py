@@ -49,3 +49,11 @@ def stop(process: subprocess.Popen) -> str:
         process.kill()
         out, _ = process.communicate()
     return out
+
+
+def serve(instance: Path, port: int, *options: str) -> subprocess.Popen:
+    """The README's command, `.venv/bin/arena serve`, on ``instance`` (its output in a pipe
+    that :func:`stop` reads)."""
+    return subprocess.Popen([ARENA, "serve", "--port", str(port), *options],
+                            env=server_env(instance), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)

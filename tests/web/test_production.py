@@ -12,7 +12,7 @@ import pytest
 from arena import EphemeralSecretError, wsgi_app
 from tests.factories import make_campaign
 
-from .servers import ARENA, ROOT, free_port, server_env, stop, wait_healthy
+from .servers import ROOT, free_port, serve, server_env, stop, wait_healthy
 
 
 def test_serving_refuses_secrets_that_live_in_one_process(tmp_path, monkeypatch):
@@ -33,13 +33,11 @@ def test_arena_serve_writes_keys_then_gunicorn_shares_them(tmp_path):
     it refuses with the reason instead of giving each worker its own key."""
     instance = tmp_path / "instance"
     port = free_port()
-    serve = subprocess.Popen([ARENA, "serve", "--port", str(port), "--threads", "2"],
-                             env=server_env(instance), cwd=ROOT, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+    served = serve(instance, port, "--threads", "2")
     try:
-        assert wait_healthy(port, serve) == {"status": 200, "body": '{"status":"ok"}\n'}
+        assert wait_healthy(port, served) == {"status": 200, "body": '{"status":"ok"}\n'}
     finally:
-        log = stop(serve)
+        log = stop(served)
     assert "Wrote a new SECRET_KEY" in log and "Wrote a new PSEUDONYM_KEY" in log
     config = instance / "config.py"
     assert stat.S_IMODE(config.stat().st_mode) == 0o600

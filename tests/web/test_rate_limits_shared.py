@@ -13,7 +13,7 @@ import time
 from arena.infra.ratelimit_store import SQLiteStorage, default_uri
 from tests.factories import make_campaign
 
-from .servers import ARENA, ROOT, free_port, server_env, stop, wait_healthy
+from .servers import ARENA, ROOT, free_port, serve, server_env, stop, wait_healthy
 
 
 def test_two_servers_share_one_limit_in_the_instance_file(make_app, tmp_path):
@@ -61,9 +61,7 @@ def test_concurrent_increments_are_all_counted_and_windows_expire(tmp_path):
 def test_serve_runs_several_workers_on_the_default_store_and_refuses_memory(tmp_path):
     instance = tmp_path / "instance"
     port = free_port()
-    server = subprocess.Popen([ARENA, "serve", "--port", str(port), "--workers", "2"],
-                              env=server_env(instance), cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+    server = serve(instance, port, "--workers", "2")
     try:
         assert wait_healthy(port, server)["status"] == 200
     finally:

@@ -19,7 +19,7 @@ import pytest
 
 from arena.infra.worker import BUFFERED_BODY, READ_TIMEOUT, request_is_complete
 
-from .servers import ARENA, ROOT, free_port, server_env, stop, wait_healthy
+from .servers import ARENA, ROOT, free_port, serve, server_env, stop, wait_healthy
 
 HEAD = b"POST /api/v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
 
@@ -53,13 +53,6 @@ def _post_json(port: int, path: str, body: dict, token: str | None = None) -> tu
         return reply.status, json.loads(reply.read())
 
 
-def _serve(instance: Path, port: int) -> subprocess.Popen:
-    """The README's command: `.venv/bin/arena serve` (one process, four threads)."""
-    return subprocess.Popen([ARENA, "serve", "--port", str(port)], env=server_env(instance),
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-
-
 @pytest.fixture
 def demo_instance(tmp_path) -> Path:
     instance = tmp_path / "instance"
@@ -76,7 +69,7 @@ def test_slow_and_idle_clients_do_not_hold_the_threads(demo_instance):
     health answers at once and a voter votes; the half-sent ones are cut off after
     READ_TIMEOUT."""
     port = free_port()
-    server = _serve(demo_instance, port)
+    server = serve(demo_instance, port)
     clients = []
     try:
         wait_healthy(port, server)
@@ -147,7 +140,7 @@ def test_a_killed_master_can_be_restarted_with_the_readme_command(tmp_path):
     same command serves again at once; a clean stop removes the pid file."""
     instance = tmp_path / "instance"
     port = free_port()
-    first = _serve(instance, port)
+    first = serve(instance, port)
     wait_healthy(port, first)
     pid_file = instance / "arena.pid"
     master = int(pid_file.read_text())
@@ -158,7 +151,7 @@ def test_a_killed_master_can_be_restarted_with_the_readme_command(tmp_path):
     first.wait(timeout=10)
     first.stdout.close()
 
-    second = _serve(instance, port)
+    second = serve(instance, port)
     try:
         assert wait_healthy(port, second, timeout=30)["status"] == 200
         assert int(pid_file.read_text()) == second.pid
