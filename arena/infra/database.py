@@ -17,7 +17,7 @@ from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from typing import TypeVar
 
-from sqlalchemy import case, event, select
+from sqlalchemy import bindparam, case, event, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
@@ -118,6 +118,13 @@ def one_or_not_found(model, message: str, *conditions):
     if row is None:
         raise NotFound(message)
     return row
+
+
+def param(name: str, column):
+    """A named parameter typed like ``column``, for a statement built once and run many
+    times with a dict of values (the hot paths: building a statement costs more than running
+    it). The column's type makes SQLite store and compare datetimes as the column does."""
+    return bindparam(name, type_=column.type)
 
 
 def at_most(expr, limit):

@@ -18,39 +18,56 @@ sees its time (PostgreSQL re-checks the condition; SQLite runs writers one at a 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import cache
 
 from sqlalchemy import case, or_, update
 
 from arena.extensions import db
+from arena.infra.database import param
 from arena.models import Voter
 
+_VOTER = Voter.__table__.c
 
-def take_turn(voter_id: int, now: datetime, floor_ms: int, **also) -> bool:
+
+@cache
+def _turn(also: tuple = ()) -> tuple:
+    """take_turn's two UPDATEs, built once per set of other columns: (paced, fallback)."""
+    now = param("p_now", _VOTER.last_action_at)
+    voter = _VOTER.id == param("p_voter", _VOTER.id)
+    paced = (update(Voter.__table__)
+             .where(voter, or_(_VOTER.last_action_at.is_(None),
+                               _VOTER.last_action_at <= param("p_earliest",
+                                                              _VOTER.last_action_at)))
+             .values(last_action_at=now, **dict(also)))
+    later = or_(_VOTER.last_action_at.is_(None), _VOTER.last_action_at < now)
+    fallback = (update(Voter.__table__).where(voter)
+                .values(last_action_at=case((later, now), else_=_VOTER.last_action_at),
+                        **dict(also)))
+    return paced, fallback
+
+
+def take_turn(voter_id: int, now: datetime, floor_ms: int, also: tuple = (),
+              **params) -> bool:
     """In the caller's write transaction: record an action of ``voter_id`` at ``now``, with
-    the other voter columns in ``also`` (a gold answer's trust change) in the same
-    statement. Returns whether at least ``floor_ms`` passed since their previous action.
-    The time is recorded either way (an action too soon still restarts the clock), and
-    never moved backwards. One UPDATE when paced, two otherwise."""
-    earliest = now - timedelta(milliseconds=max(floor_ms, 0))
-    paced = db.session.execute(
-        update(Voter).where(Voter.id == voter_id,
-                            or_(Voter.last_action_at.is_(None),
-                                Voter.last_action_at <= earliest))
-        .values(last_action_at=now, **also)).rowcount
-    if not paced:
-        later = or_(Voter.last_action_at.is_(None), Voter.last_action_at < now)
-        db.session.execute(
-            update(Voter).where(Voter.id == voter_id)
-            .values(last_action_at=case((later, now), else_=Voter.last_action_at), **also))
-    return bool(paced)
+    the other voter columns in ``also`` (a gold answer's trust change: ``(name, expression)``
+    pairs built once, their parameters in ``params``) in the same statement. Returns whether
+    at least ``floor_ms`` passed since their previous action. The time is recorded either
+    way (an action too soon still restarts the clock), and never moved backwards. One UPDATE
+    when paced, two otherwise."""
+    paced, fallback = _turn(also)
+    values = {"p_voter": voter_id, "p_now": now,
+              "p_earliest": now - timedelta(milliseconds=max(floor_ms, 0)), **params}
+    if db.session.execute(paced, values).rowcount:
+        return True
+    values.pop("p_earliest")
+    db.session.execute(fallback, values)
+    return False
 
 
 def try_turn(voter_id: int, now: datetime, floor_ms: int) -> bool:
     """In the caller's write transaction: record an action at ``now`` only if ``floor_ms``
     passed since the previous one (a caption may be confirmed only then)."""
-    earliest = now - timedelta(milliseconds=floor_ms)
-    return bool(db.session.execute(
-        update(Voter).where(Voter.id == voter_id,
-                            or_(Voter.last_action_at.is_(None),
-                                Voter.last_action_at <= earliest))
-        .values(last_action_at=now)).rowcount)
+    paced, _ = _turn()
+    return bool(db.session.execute(paced, {
+        "p_voter": voter_id, "p_now": now,
+        "p_earliest": now - timedelta(milliseconds=floor_ms)}).rowcount)

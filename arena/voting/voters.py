@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from arena.errors import Forbidden, Invalid, Unauthorized
 from arena.extensions import db
+from arena.infra.database import param
 from arena.infra.secrets import hash_token, new_token
 from arena.models import Voter
 
@@ -123,23 +124,30 @@ def update_demographics(voter: Voter, demographics: dict | None) -> None:
 def voter_by_token(token: str | None) -> Voter | None:
     if not token:
         return None
-    return _remembered("token", hash_token(token), Voter.token_hash)
+    return _remembered("token", hash_token(token))
 
 
 def voter_by_public_id(public_id: str | None) -> Voter | None:
     if not public_id:
         return None
-    return _remembered("public", public_id, Voter.public_id)
+    return _remembered("public", public_id)
 
 
-def _remembered(kind: str, key: str, column) -> Voter | None:
-    """The voter whose ``column`` is ``key``, looked up once per database session (one
-    request): the rate limiter and the route ask for the same voter."""
+def _remembered(kind: str, key: str) -> Voter | None:
+    """The voter whose token hash (``kind`` "token") or public id ("public") is ``key``,
+    looked up once per database session (one request): the rate limiter and the route ask
+    for the same voter."""
     known = db.session.info.setdefault("arena_voters", {})
     voter = known.get((kind, key))
     if voter is None or voter not in db.session:  # (not found yet, or deleted since)
-        voter = known[kind, key] = db.session.scalar(select(Voter).where(column == key))
+        voter = known[kind, key] = db.session.scalar(_voter_query(kind), {"p_key": key})
     return voter
+
+
+@cache
+def _voter_query(kind: str):
+    column = Voter.token_hash if kind == "token" else Voter.public_id
+    return select(Voter).where(column == param("p_key", column))
 
 
 def identify_by_cookie(public_id: str | None, demographics: dict | None = None) -> Voter:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import cache
 
 from flask import current_app
 from sqlalchemy import and_, case, func, insert, literal_column, select, update
@@ -21,7 +22,13 @@ from sqlalchemy.orm import aliased
 from arena.config import CRITERIA
 from arena.errors import Conflict, Invalid
 from arena.extensions import db
-from arena.infra.database import at_least, at_most, retry_on_lock, write_transaction
+from arena.infra.database import (
+    at_least,
+    at_most,
+    param,
+    retry_on_lock,
+    write_transaction,
+)
 from arena.models import (
     Comparison,
     EloRating,
@@ -169,14 +176,9 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
 _LEFT, _RIGHT = aliased(Image), aliased(Image)
 
 
-def _context(voter: Voter, task_id: int):
-    """Everything a vote on ``task_id`` needs, in one statement.
-
-    Raises
-    ------
-    TaskNotFound, NotYourTask
-    """
-    row = db.session.execute(
+@cache
+def _context_query():
+    return (
         select(Task.id, Task.voter_id, Task.answered_at, Task.skipped_at, Task.read_confirmed_at,
                Task.shown_at, Task.issued_at, Task.left_image_id, Task.right_image_id,
                VotingSession.public_id.label("session_id"),
@@ -190,7 +192,17 @@ def _context(voter: Voter, task_id: int):
         .join(Comparison, Comparison.id == Task.comparison_id)
         .join(_LEFT, _LEFT.id == Task.left_image_id)
         .join(_RIGHT, _RIGHT.id == Task.right_image_id)
-        .where(Task.id == task_id)).first()
+        .where(Task.id == param("p_task", Task.id)))
+
+
+def _context(voter: Voter, task_id: int):
+    """Everything a vote on ``task_id`` needs, in one statement (built once).
+
+    Raises
+    ------
+    TaskNotFound, NotYourTask
+    """
+    row = db.session.execute(_context_query(), {"p_task": task_id}).first()
     if row is None:
         raise TaskNotFound(f"no task {task_id}")
     if row.voter_id != voter.id:
@@ -240,78 +252,107 @@ def _record(ballot: Ballot, params: EloParams) -> None:
     """One write transaction: the voter's turn (the pacing floor, decided under the voter's
     row lock, with the trust change of a gold answer), the rating pair locked, then the vote
     inserted, the task marked answered, the comparison's counter and the two ratings moved
-    (three statements on PostgreSQL, six elsewhere)."""
+    (three statements on PostgreSQL, six elsewhere). Every statement is built once per
+    shape of vote (:func:`_writes`) and run with this vote's values."""
     with write_transaction():
+        also, trust = _trust_change(ballot.correct)
         paced = pacing.take_turn(ballot.voter_id, ballot.at, _floor_ms(ballot.criterion),
-                                 **_trust_change(ballot.correct))
+                                 also, **trust)
         if not paced:
             ballot = replace(ballot, flags=ballot.flags | vote_flags.TOO_FAST)
-        ratings = _lock_ratings(ballot) if ballot.rated else None
-        # the vote, then the task answered, the comparison's counter and the two ratings:
-        # on PostgreSQL one statement (the others as data-modifying WITH clauses: one round
-        # trip instead of four), elsewhere one statement each; the same rows either way
-        writes = [update(Task).where(Task.id == ballot.task_id).values(answered_at=ballot.at)]
-        if not ballot.flags:  # only counted votes fill a comparison's quota
-            writes.append(
-                update(Comparison).where(Comparison.id == ballot.comparison_id).values(
-                    votes_count=Comparison.votes_count + 1,
-                    progress=(Comparison.votes_count + 1) * 1000 / Comparison.target_votes))
-        if ratings is not None:
-            writes.append(_moved_ratings(ballot, ratings, params))
-        vote = insert(Vote).values(
-            task_id=ballot.task_id, voter_id=ballot.voter_id,
-            comparison_id=ballot.comparison_id, criterion=ballot.criterion,
-            choice=ballot.choice, winner_image_id=ballot.winner_image_id,
-            loser_image_id=ballot.loser_image_id, winner_model_id=ballot.winner_model_id,
-            loser_model_id=ballot.loser_model_id, is_validation=ballot.is_validation,
-            correct=ballot.correct, response_ms=ballot.response_ms,
-            server_ms=ballot.server_ms, flags=ballot.flags, created_at=ballot.at,
-            language=ballot.language)
+        values = {f"v_{name}": getattr(ballot, name) for name in _VOTE_COLUMNS}
+        values["v_created_at"] = ballot.at
+        if ballot.rated:
+            ratings = _lock_ratings(ballot)
+            won, lost = elo_update(ratings[ballot.winner_model_id],
+                                   ratings[ballot.loser_model_id], 1.0, params)
+            values.update(p_won=won, p_lost=lost)
+        postgres = db.session.get_bind().dialect.name == "postgresql"
         # (the unique task_id refuses a concurrent duplicate at the INSERT: all of it, then)
-        if db.session.get_bind().dialect.name == "postgresql":
-            ctes = [w.returning(literal_column("1")).cte(f"w{k}") for k, w in enumerate(writes)]
-            db.session.execute(vote.add_cte(*ctes))
-        else:
-            for statement in (vote, *writes):
-                db.session.execute(statement)
+        for statement in _writes(counted=not ballot.flags, rated=ballot.rated,
+                                 combined=postgres):
+            db.session.execute(statement, values)
+
+
+_VOTE_COLUMNS = ("task_id", "voter_id", "comparison_id", "criterion", "choice",
+                 "winner_image_id", "loser_image_id", "winner_model_id", "loser_model_id",
+                 "is_validation", "correct", "response_ms", "server_ms", "flags", "language")
+
+
+@cache
+def _writes(*, counted: bool, rated: bool, combined: bool) -> tuple:
+    """The vote, then the task answered, the comparison's counter (only counted votes fill a
+    comparison's quota) and the two ratings. ``combined`` (PostgreSQL): one statement, the
+    others as data-modifying WITH clauses (one round trip instead of four); else one
+    statement each. The same rows either way. Parameters: ``v_<column>`` of the vote,
+    ``p_won`` and ``p_lost`` the new ratings."""
+    vote, task, comparison, rating = (Vote.__table__.c, Task.__table__.c,
+                                      Comparison.__table__.c, EloRating.__table__.c)
+    values = {name: param(f"v_{name}", vote[name]) for name in (*_VOTE_COLUMNS, "created_at")}
+    writes = [update(Task.__table__).where(task.id == values["task_id"])
+              .values(answered_at=values["created_at"])]
+    if counted:
+        writes.append(update(Comparison.__table__).where(
+            comparison.id == values["comparison_id"]).values(
+            votes_count=comparison.votes_count + 1,
+            progress=(comparison.votes_count + 1) * 1000 / comparison.target_votes))
+    if rated:
+        # both rating rows in one UPDATE; the new ratings are computed by the caller, with
+        # the same function as the replay, so they are the same floats
+        is_winner = rating.model_id == values["winner_model_id"]
+        writes.append(update(EloRating.__table__).where(
+            rating.criterion == values["criterion"],
+            rating.model_id.in_([values["winner_model_id"], values["loser_model_id"]]))
+            .values(rating=case((is_winner, param("p_won", rating.rating)),
+                                else_=param("p_lost", rating.rating)),
+                    votes=rating.votes + 1, wins=rating.wins + case((is_winner, 1), else_=0)))
+    insert_vote = insert(Vote.__table__).values(values)
+    if combined:
+        ctes = [w.returning(literal_column("1")).cte(f"w{k}") for k, w in enumerate(writes)]
+        return (insert_vote.add_cte(*ctes),)
+    return (insert_vote, *writes)
+
+
+@cache
+def _ratings_query():
+    model_id = EloRating.model_id
+    return (select(model_id, EloRating.rating)
+            .where(EloRating.criterion == param("p_criterion", EloRating.criterion),
+                   model_id.in_([param("p_winner", model_id), param("p_loser", model_id)]))
+            .order_by(model_id)
+            .with_for_update())
 
 
 def _lock_ratings(ballot: Ballot) -> dict[int, float]:
     """The two models' current ratings, their rows locked (in model-id order) until commit."""
-    ratings = dict(db.session.execute(
-        select(EloRating.model_id, EloRating.rating)
-        .where(EloRating.criterion == ballot.criterion,
-               EloRating.model_id.in_([ballot.winner_model_id, ballot.loser_model_id]))
-        .order_by(EloRating.model_id)
-        .with_for_update()).all())
+    ratings = dict(db.session.execute(_ratings_query(), {
+        "p_criterion": ballot.criterion, "p_winner": ballot.winner_model_id,
+        "p_loser": ballot.loser_model_id}).all())
     if len(ratings) != 2:
         raise RuntimeError("rating rows missing; run `arena elo replay`")
     return ratings
 
 
-def _moved_ratings(ballot: Ballot, ratings: dict[int, float], params: EloParams):
-    """Both rating rows in one UPDATE; the new ratings are computed here, with the same
-    function as the replay, so they are the same floats."""
-    winner, loser = ballot.winner_model_id, ballot.loser_model_id
-    won, lost = elo_update(ratings[winner], ratings[loser], 1.0, params)
-    is_winner = EloRating.model_id == winner
-    return (update(EloRating)
-            .where(EloRating.criterion == ballot.criterion,
-                   EloRating.model_id.in_([winner, loser]))
-            .values(rating=case((is_winner, won), else_=lost), votes=EloRating.votes + 1,
-                    wins=EloRating.wins + case((is_winner, 1), else_=0)))
-
-
-def _trust_change(correct: bool | None) -> dict:
-    """The voter columns a gold answer changes (none for an ordinary vote)."""
+def _trust_change(correct: bool | None) -> tuple[tuple, dict]:
+    """The voter columns a gold answer changes (none for an ordinary vote), as pacing's
+    ``also`` (built once) and its parameters."""
     if correct is None:
-        return {}
+        return (), {}
     cfg = current_app.config
     if correct:
-        return {"validations_passed": Voter.validations_passed + 1,
-                "trust": at_most(Voter.trust + cfg["TRUST_REWARD"], 1.0)}
-    return {"validations_failed": Voter.validations_failed + 1,
-            "trust": at_least(Voter.trust - cfg["TRUST_PENALTY"], 0.0)}
+        return _trust_columns(True), {"p_trust_step": float(cfg["TRUST_REWARD"])}
+    return _trust_columns(False), {"p_trust_step": float(cfg["TRUST_PENALTY"])}
+
+
+@cache
+def _trust_columns(correct: bool) -> tuple:
+    voter = Voter.__table__.c
+    step = param("p_trust_step", voter.trust)
+    if correct:
+        return (("validations_passed", voter.validations_passed + 1),
+                ("trust", at_most(voter.trust + step, 1.0)))
+    return (("validations_failed", voter.validations_failed + 1),
+            ("trust", at_least(voter.trust - step, 0.0)))
 
 
 def replay(progress=None) -> dict[str, int]:
