@@ -9,19 +9,29 @@ tasks, so a request costs a few index probes however large the campaign grows.
 from __future__ import annotations
 
 import secrets
-from functools import partial
+from functools import cache, partial
 
 import numpy as np
 from blinker import Namespace
 from flask import current_app
-from sqlalchemy import exists, func, insert, literal, select, union_all, update
+from sqlalchemy import (
+    Integer,
+    bindparam,
+    exists,
+    func,
+    insert,
+    literal,
+    select,
+    union_all,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload
 
 from arena.config import CRITERIA, check_criterion
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
-from arena.infra.database import retry_on_lock, write_transaction
+from arena.infra.database import param, retry_on_lock, write_transaction
 from arena.models import Comparison, Task, Voter, VotingSession, utcnow
 
 # Sent (voter_id=, criterion=, pool=) when a voter has answered a gold pair: the campaigns
@@ -44,10 +54,19 @@ class NotYourSession(Forbidden):
     pass
 
 
-def _candidates(voter_id: int, criterion: str, validation: bool, pool: int = 0):
-    issued = exists().where(Task.voter_id == voter_id, Task.comparison_id == Comparison.id)
+# Matchmaking's statements are built once per criterion and kind (functools.cache) and run
+# with the voter's values as parameters: building them cost more than running them. Their
+# parameters: p_voter, p_pool, and p_floor, p_start, p_limit for the pick.
+_VOTER, _POOL = param("p_voter", Task.voter_id), param("p_pool", Comparison.pool)
+
+
+@cache
+def _candidates(criterion: str, validation: bool):
+    """The comparisons of ``criterion`` (regular, or gold with ``validation``) of pool
+    ``p_voter`` may get: not paused, not issued to voter ``p_voter`` yet."""
+    issued = exists().where(Task.voter_id == _VOTER, Task.comparison_id == Comparison.id)
     query = select(Comparison).where(
-        Comparison.pool == pool,
+        Comparison.pool == _POOL,
         Comparison.criterion == criterion,
         Comparison.is_validation == validation,
         Comparison.paused.is_(False),
@@ -78,10 +97,15 @@ def pick_statement(query, limit: int, start: int):
             .order_by(both.c.part, both.c.shuffle_key).limit(limit))
 
 
-def _pick_at_random_start(query, limit: int, rng: np.random.Generator) -> list:
-    """Up to ``limit`` rows (``PICKED``) of ``query`` taken from a random point of
-    ``shuffle_key``."""
-    return db.session.execute(pick_statement(query, limit, int(rng.integers(0, 2**31)))).all()
+@cache
+def _pick_query(criterion: str, validation: bool):
+    """Up to ``p_limit`` candidates at the lowest progress above ``p_floor``, from
+    ``shuffle_key`` ``p_start`` on (:func:`pick_statement`)."""
+    base = _candidates(criterion, validation)
+    level = lowest_level(base, param("p_floor", Comparison.progress))
+    return pick_statement(base.where(Comparison.progress == level),
+                          bindparam("p_limit", type_=Integer),
+                          param("p_start", Comparison.shuffle_key))
 
 
 def lowest_level(base, floor: int):
@@ -102,13 +126,13 @@ def next_comparisons(
     ``validation``) in the voter's ``pool`` not yet issued to them, lowest progress first,
     random among equals, as rows of ``PICKED``. Usually one statement: the lowest progress
     level is a subquery of the pick (both walk ix_comparison_queue)."""
-    base = _candidates(voter_id, criterion, validation=validation, pool=pool)
+    query = _pick_query(criterion, validation)
     chosen: list = []
     floor = -1
     while len(chosen) < count:
-        level = lowest_level(base, floor)
-        picked = _pick_at_random_start(base.where(Comparison.progress == level),
-                                       count - len(chosen), rng)
+        picked = db.session.execute(query, {
+            "p_voter": voter_id, "p_pool": pool, "p_floor": floor,
+            "p_limit": count - len(chosen), "p_start": int(rng.integers(0, 2**31))}).all()
         if not picked:
             break
         chosen += picked
@@ -125,11 +149,17 @@ def pick_validation(voter_id: int, criterion: str, rng, pool: int = 0):
     """A gold pair (a row of ``PICKED``) of ``criterion`` this voter has not met, uniformly
     among those put in the fewest sessions so far: none stands out by being shown more
     often. One statement."""
-    base = _candidates(voter_id, criterion, validation=True, pool=pool)
-    least = base.with_only_columns(func.min(Comparison.issued)).scalar_subquery()
-    rows = db.session.execute(base.where(Comparison.issued == least)
-                              .with_only_columns(*PICKED).limit(GOLD_SAMPLE)).all()
+    rows = db.session.execute(_validation_query(criterion),
+                              {"p_voter": voter_id, "p_pool": pool}).all()
     return rows[int(rng.integers(len(rows)))] if rows else None
+
+
+@cache
+def _validation_query(criterion: str):
+    base = _candidates(criterion, validation=True)
+    least = base.with_only_columns(func.min(Comparison.issued)).scalar_subquery()
+    return (base.where(Comparison.issued == least).with_only_columns(*PICKED)
+            .limit(GOLD_SAMPLE))
 
 
 def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
@@ -137,15 +167,16 @@ def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
     ones put in more sessions than the freshest ordinary pair left to them (both counted in
     sessions issued, so opening sessions without answering them inflates both alike); None
     when no new pair is due (see arena.campaigns.gold)."""
+    values = {"p_voter": voter_id, "p_pool": pool}
     regular = db.session.execute(
-        _candidates(voter_id, criterion, validation=False, pool=pool)
+        _candidates(criterion, validation=False)
         .with_only_columns(Comparison.issued, Comparison.campaign_id)
-        .order_by(Comparison.issued).limit(1)).first()
+        .order_by(Comparison.issued).limit(1), values).first()
     if regular is None:
         return None
     least_issued = db.session.scalar(
-        _candidates(voter_id, criterion, validation=True, pool=pool)
-        .with_only_columns(func.min(Comparison.issued)))
+        _candidates(criterion, validation=True)
+        .with_only_columns(func.min(Comparison.issued)), values)
     if least_issued is None or least_issued > regular.issued:
         return regular.campaign_id
     return None
@@ -154,12 +185,16 @@ def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
 def _criteria_state(voter_id: int, pool: int) -> tuple[list[str], str | None]:
     """The criteria with work left for this voter, and the criterion of their last session,
     in one statement (an EXISTS per criterion walks ix_comparison_queue)."""
-    last = (select(VotingSession.criterion).where(VotingSession.voter_id == voter_id)
-            .order_by(VotingSession.id.desc()).limit(1).scalar_subquery())
-    row = db.session.execute(select(
-        *(_candidates(voter_id, c, validation=False, pool=pool).exists().label(c)
-          for c in CRITERIA), last.label("last"))).one()
+    row = db.session.execute(_criteria_query(), {"p_voter": voter_id, "p_pool": pool}).one()
     return [c for c in CRITERIA if getattr(row, c)], row.last
+
+
+@cache
+def _criteria_query():
+    last = (select(VotingSession.criterion).where(VotingSession.voter_id == _VOTER)
+            .order_by(VotingSession.id.desc()).limit(1).scalar_subquery())
+    return select(*(_candidates(c, validation=False).exists().label(c) for c in CRITERIA),
+                  last.label("last"))
 
 
 def available_criteria(voter_id: int, pool: int = 0) -> list[str]:
@@ -223,34 +258,47 @@ def start_session(
 def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
            shown_at) -> int:
     """Write the session and its tasks (three statements); returns the session id."""
+    insert_session, count_issued, insert_tasks = _issue_statements()
     with write_transaction():
-        session = VotingSession(public_id=secrets.token_hex(12), voter_id=voter_id,
-                                criterion=criterion)
-        db.session.add(session)
-        db.session.flush()
-        db.session.execute(update(Comparison).where(Comparison.id.in_([c.id for c in items]))
-                           .values(issued=Comparison.issued + 1))
+        session_id = db.session.execute(insert_session, {
+            "public_id": secrets.token_hex(12), "voter_id": voter_id, "criterion": criterion,
+            "created_at": utcnow()}).inserted_primary_key[0]
+        db.session.execute(count_issued, {"p_ids": [c.id for c in items]})
         rows = []
         for position, comparison in enumerate(items):
             left, right = comparison.image_a_id, comparison.image_b_id
             if rng.random() < 0.5:
                 left, right = right, left
-            rows.append({"session_id": session.id, "voter_id": voter_id,
+            rows.append({"session_id": session_id, "voter_id": voter_id,
                          "comparison_id": comparison.id, "position": position,
                          "left_image_id": left, "right_image_id": right,
                          "issued_at": utcnow(), "shown_at": shown_at})
-        db.session.execute(insert(Task), rows)
-        return session.id
+        db.session.execute(insert_tasks, rows)
+        return session_id
+
+
+@cache
+def _issue_statements() -> tuple:
+    comparison = Comparison.__table__.c
+    return (insert(VotingSession.__table__),
+            update(Comparison.__table__)
+            .where(comparison.id.in_(bindparam("p_ids", expanding=True)))
+            .values(issued=comparison.issued + 1),
+            insert(Task.__table__))
 
 
 def _loaded_session(session_id: int) -> VotingSession:
     """The session with everything a voter is shown of its tasks, in one statement."""
-    return db.session.scalars(
-        select(VotingSession).where(VotingSession.id == session_id)
-        .options(joinedload(VotingSession.tasks).options(
-            joinedload(Task.comparison).joinedload(Comparison.prompt),
-            joinedload(Task.left_image), joinedload(Task.right_image)))
-    ).unique().one()
+    return db.session.scalars(_session_query(), {"p_session": session_id}).unique().one()
+
+
+@cache
+def _session_query():
+    return (select(VotingSession)
+            .where(VotingSession.id == param("p_session", VotingSession.id))
+            .options(joinedload(VotingSession.tasks).options(
+                joinedload(Task.comparison).joinedload(Comparison.prompt),
+                joinedload(Task.left_image), joinedload(Task.right_image))))
 
 
 def _pick_items(voter_id: int, criterion: str, with_gold: bool,

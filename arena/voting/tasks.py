@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
+from functools import cache
 
 from flask import current_app
 from sqlalchemy import select, update
@@ -20,7 +21,7 @@ from sqlalchemy.orm import joinedload
 
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
-from arena.infra.database import retry_on_lock, write_transaction
+from arena.infra.database import param, retry_on_lock, write_transaction
 from arena.models import Comparison, Task, Voter, VotingSession, utcnow
 from arena.voting import pacing
 
@@ -48,14 +49,18 @@ def owned_task(voter: Voter, task_id: int) -> Task:
     ------
     TaskNotFound, NotYourTask
     """
-    task = db.session.scalar(
-        select(Task).where(Task.id == task_id)
-        .options(joinedload(Task.comparison).joinedload(Comparison.prompt)))
+    task = db.session.scalar(_owned_query(), {"p_task": task_id})
     if task is None:
         raise TaskNotFound(f"no task {task_id}")
     if task.voter_id != voter.id:
         raise NotYourTask("this task was not issued to you")
     return task
+
+
+@cache
+def _owned_query():
+    return (select(Task).where(Task.id == param("p_task", Task.id))
+            .options(joinedload(Task.comparison).joinedload(Comparison.prompt)))
 
 
 def for_display(task_id: int) -> Task:
@@ -144,12 +149,18 @@ def confirm_read(voter: Voter, task_id: int, now: datetime | None = None) -> Tas
         with write_transaction():
             if not pacing.try_turn(voter_id, now, reveal):  # another action raced this one
                 raise _still_revealing(reveal)
-            db.session.execute(update(Task).where(Task.id == task_id,
-                                                  Task.read_confirmed_at.is_(None))
-                               .values(read_confirmed_at=now))
+            db.session.execute(_confirm_statement(), {"p_task": task_id, "p_now": now})
 
     retry_on_lock(write)
     return task  # (expired by the commit: what the caller reads of it is read afresh)
+
+
+@cache
+def _confirm_statement():
+    task = Task.__table__.c
+    return (update(Task.__table__)
+            .where(task.id == param("p_task", task.id), task.read_confirmed_at.is_(None))
+            .values(read_confirmed_at=param("p_now", task.read_confirmed_at)))
 
 
 def skip(voter: Voter, task_id: int, now: datetime | None = None) -> Task:

@@ -110,9 +110,8 @@ def test_matchmaking_queries_use_the_queue_index(ctx, campaign):
     from sqlalchemy.dialects import sqlite
 
     voter = new_voter()
-    base = matchmaking._candidates(voter.id, "preference", validation=False)
-    level = matchmaking.lowest_level(base, -1)
-    query = matchmaking.pick_statement(base.where(Comparison.progress == level), 3, 5)
+    query = matchmaking._pick_query("preference", False).params(
+        p_voter=voter.id, p_pool=0, p_floor=-1, p_limit=3, p_start=5)
     sql = str(query.compile(dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True}))
     plan = " | ".join(row[-1] for row in db.session.execute(
         db.text("EXPLAIN QUERY PLAN " + sql)))
