@@ -24,6 +24,8 @@ its two presented sizes relate as any other image's do.
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from flask import current_app
@@ -31,6 +33,7 @@ from sqlalchemy import func, select
 
 from arena.catalog import images
 from arena.catalog.damage import damage
+from arena.errors import Conflict
 from arena.extensions import db
 from arena.infra.database import retry_on_lock, write_transaction
 from arena.infra.deferred import after_response
@@ -87,7 +90,79 @@ def replenish(*, voter_id: int, criterion: str, pool: int = 0,
     rng = rng if rng is not None else np.random.default_rng()
     # a damaged copy is decoded, damaged and encoded now, before the write lock: the
     # transaction below only adds rows (the lock is never held over image work)
-    ready = _render_ahead(campaign_id, criterion, rng)
+    return _write_planned(campaign_id, criterion, _render(_plan(campaign_id, criterion, rng),
+                                                          rng), rng)
+
+
+def supply_goal(campaign: Campaign, criterion: str) -> int:
+    """The gold pairs of ``criterion`` the campaign will want in all (:func:`wanted`), at
+    most ``GOLD_MAX_DAMAGED`` damaged ones."""
+    goal = wanted(campaign, criterion)
+    if AUTO_KINDS[criterion] == "damaged":
+        goal = min(goal, int(current_app.config["GOLD_MAX_DAMAGED"]))
+    return goal
+
+
+def fill(campaign: Campaign, rng: np.random.Generator | None = None, progress=None,
+         threads: int | None = None) -> dict[str, int]:
+    """Make now every gold pair the published ``campaign`` will want (:func:`supply_goal`),
+    so that no voter's request waits on image work while it fills up: rendering a damaged
+    copy (decode, damage, four WebP encodes) takes about a quarter of a second of CPU, and a
+    fresh campaign wants hundreds. Copies are rendered ``threads`` at a time (Pillow works
+    outside the GIL) and each pair is written in its own short write transaction, so voters
+    can vote meanwhile. ``progress(n)`` is called as pairs are made. Returns pairs made per
+    criterion.
+
+    Raises
+    ------
+    Conflict
+        The campaign is not published.
+    """
+    if campaign.published_at is None:
+        raise Conflict(f"campaign {campaign.name!r} is not published")
+    rng = rng if rng is not None else np.random.default_rng()
+    threads = threads or os.cpu_count() or 1
+    app = current_app._get_current_object()
+    campaign_id, made = campaign.id, {}
+
+    def render(plan: dict, seed: np.random.Generator) -> dict:
+        with app.app_context():
+            return _render(plan, seed)
+
+    with ThreadPoolExecutor(threads) as pool:
+        for criterion in campaign.criteria_list:
+            made[criterion] = 0
+            while (missing := fill_needed(campaign_id, criterion)) > 0:
+                plans, taken = [], set()
+                for _ in range(min(missing, 2 * threads)):
+                    plan = _plan(campaign_id, criterion, rng, exclude=taken)
+                    taken.add(plan.get("source", (None,))[0])
+                    plans.append(plan)
+                db.session.rollback()
+                batch = made[criterion]
+                for ready in pool.map(render, plans, rng.spawn(len(plans))):
+                    if _write_planned(campaign_id, criterion, ready, rng) is not None:
+                        made[criterion] += 1
+                        if progress:
+                            progress(1)
+                if made[criterion] == batch:
+                    break  # the campaign's images allow no new pair
+    return made
+
+
+def fill_needed(campaign_id: int, criterion: str) -> int:
+    """How many gold pairs of ``criterion`` the campaign still lacks (:func:`supply_goal`)."""
+    campaign = db.session.get(Campaign, campaign_id)
+    have = db.session.scalar(select(func.count()).select_from(Comparison).where(
+        Comparison.campaign_id == campaign_id, Comparison.criterion == criterion,
+        Comparison.gold_kind == AUTO_KINDS[criterion]))
+    return max(0, supply_goal(campaign, criterion) - have)
+
+
+def _write_planned(campaign_id: int, criterion: str, ready: dict,
+                   rng: np.random.Generator) -> Comparison | None:
+    """The planned (and rendered) pair added in one short write transaction, unless the
+    campaign is no longer published for ``criterion`` or is at its cap."""
     db.session.rollback()
     made = []
 
@@ -103,22 +178,29 @@ def replenish(*, voter_id: int, criterion: str, pool: int = 0,
     return made[0] if made else None
 
 
-def _render_ahead(campaign_id: int, criterion: str, rng) -> dict:
-    """For a damaged pair: the source image chosen, and either a copy of it that can be
-    reused or a new copy prepared (arena.catalog.images.prepare), as
-    ``make_pair(ready=...)`` takes them. Reads only; {} for a swapped pair."""
+def _plan(campaign_id: int, criterion: str, rng, exclude=frozenset()) -> dict:
+    """For a damaged pair: the source image chosen (not one in ``exclude``), and either a
+    copy of it that can be reused or the source's stored name to render a copy from (see
+    :func:`_render`). Reads only; {} for a swapped pair."""
     campaign = db.session.get(Campaign, campaign_id)
     if campaign is None or AUTO_KINDS[criterion] != "damaged":
         return {}
     pool = _campaign_images(campaign)
     if len(pool) < 2:
         return {}
-    source_id, prompt, copy = _damage_plan(campaign, criterion, pool, rng)
+    source_id, prompt, copy = _damage_plan(campaign, criterion, pool, rng, exclude)
     if copy is not None:
         return {"source": (source_id, prompt), "copy_id": copy.id}
-    source = db.session.get(Image, source_id)
-    return {"source": (source_id, prompt),
-            "prepared": images.prepare(damage(images.decode_stored(source), rng))}
+    return {"source": (source_id, prompt), "sha256": db.session.get(Image, source_id).sha256}
+
+
+def _render(plan: dict, rng) -> dict:
+    """The plan with its new damaged copy prepared (arena.catalog.images.prepare), as
+    ``make_pair(ready=...)`` takes it: image work only, no database."""
+    if "sha256" not in plan:
+        return plan
+    source = images.decode_stored_bytes(plan["sha256"])
+    return {"source": plan["source"], "prepared": images.prepare(damage(source, rng))}
 
 
 def _at_cap(campaign: Campaign, criterion: str) -> bool:
@@ -209,7 +291,8 @@ def _swapped(campaign, pool, rng) -> Comparison | None:
     return _add(campaign, "alignment", right, wrong, prompt, "swapped")
 
 
-def _damage_plan(campaign, criterion, pool, rng) -> tuple[int, int, Image | None]:
+def _damage_plan(campaign, criterion, pool, rng, exclude=frozenset()
+                 ) -> tuple[int, int, Image | None]:
     """The source image of the next damaged pair, its prompt, and a copy of it not yet
     paired for ``criterion`` (None: a new copy is needed): images without a pair of this
     criterion first, reusing a copy made for another criterion; once every image has one,
@@ -217,7 +300,7 @@ def _damage_plan(campaign, criterion, pool, rng) -> tuple[int, int, Image | None
     paired = set(db.session.scalars(select(Comparison.correct_image_id).where(
         Comparison.campaign_id == campaign.id, Comparison.criterion == criterion,
         Comparison.gold_kind == "damaged")))
-    fresh = [(i, p) for i, p in pool if i not in paired]
+    fresh = [(i, p) for i, p in pool if i not in paired and i not in exclude]
     source_id, prompt = (fresh or pool)[int(rng.integers(len(fresh or pool)))]
     copies = db.session.scalars(select(Image).where(Image.source_id == source_id)).all()
     copy = next((c for c in copies if not _exists(criterion, source_id, c.id, campaign.pool)),

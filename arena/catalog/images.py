@@ -185,7 +185,12 @@ def quarantined_copy(original: Image, *, model_id: int, prompt_id: int) -> Image
 
 def decode_stored(image: Image) -> PILImage.Image:
     """The stored full-resolution re-encode of ``image``, decoded."""
-    with get_storage().open(full_name(image.sha256)) as fh:
+    return decode_stored_bytes(image.sha256)
+
+
+def decode_stored_bytes(sha256: str) -> PILImage.Image:
+    """The stored full-resolution file named by ``sha256``, decoded (no database)."""
+    with get_storage().open(full_name(sha256)) as fh:
         return PILImage.open(fh).convert("RGB")
 
 

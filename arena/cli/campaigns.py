@@ -1,4 +1,4 @@
-"""Benchmark campaigns: ``arena campaign create|publish|add-model|gold|status``."""
+"""Benchmark campaigns: ``arena campaign create|publish|add-model|gold|fill-gold|status``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from flask.cli import with_appcontext
 
-from arena.campaigns import campaigns, panels
+from arena.campaigns import campaigns, gold, panels
 from arena.campaigns.progress import progress
 
 
@@ -72,6 +72,23 @@ def campaign_gold_command(name, criterion, correct, wrong, prompt_id):
                                    correct.read_bytes(), wrong.read_bytes(), prompt_id,
                                    names=(correct.name, wrong.name))
     click.echo(f"Added gold pair {pair.id} for {criterion}.")
+
+
+@campaign_group.command("fill-gold")
+@click.argument("name")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="Copies rendered at a time (default: one per CPU).")
+@with_appcontext
+def campaign_fill_gold_command(name, threads):
+    """Make now every gold pair the published campaign NAME will want (damaged copies are
+    otherwise rendered by the server as voters need them, a quarter of a second of CPU
+    each)."""
+    campaign = campaigns.get_campaign(name)
+    total = sum(gold.fill_needed(campaign.id, c) for c in campaign.criteria_list)
+    with click.progressbar(length=total, label="Making gold pairs") as bar:
+        made = gold.fill(campaign, progress=bar.update, threads=threads)
+    click.echo(", ".join(f"{criterion}: {n} made" for criterion, n in made.items())
+               + f"; {sum(made.values())} gold pairs in all.")
 
 
 @campaign_group.command("status")

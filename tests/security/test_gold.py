@@ -233,3 +233,49 @@ def test_a_new_gold_copy_is_rendered_before_the_write_lock(live, ctx):
         event.remove(engine, "rollback", on_end)
     assert events, "no gold copy was made: the test proves nothing"
     assert not any(events), f"{sum(events)} of {len(events)} files written under the lock"
+
+
+def _auto_gold(criterion: str) -> int:
+    return db.session.scalar(select(func.count()).select_from(Comparison).where(
+        Comparison.criterion == criterion, Comparison.gold_kind == gold.AUTO_KINDS[criterion]))
+
+
+def test_the_whole_gold_supply_can_be_made_ahead(live, ctx):
+    """A fresh campaign's server rendered its damaged copies while voters voted: on the
+    demo, a third of the worker's time in benchmarks/ingest.py. `arena campaign fill-gold`
+    makes every pair the campaign will want before the doors open, each copy with all its
+    presented sizes, and then has nothing left to make."""
+    from arena.infra.storage import get_storage
+
+    before = {c: _auto_gold(c) for c in live.criteria_list}
+    goals = {c: gold.supply_goal(live, c) for c in live.criteria_list}
+    assert before["preference"] < goals["preference"]  # (or the test proves nothing)
+    result = ctx.test_cli_runner().invoke(args=["campaign", "fill-gold", "Live",
+                                                "--threads", "2"])
+    assert result.exit_code == 0, result.output
+    assert {c: _auto_gold(c) for c in live.criteria_list} == goals
+    for criterion in live.criteria_list:
+        assert f"{criterion}: {goals[criterion] - before[criterion]} made" in result.output
+    copies = db.session.scalars(select(Image).where(Image.source_id.is_not(None))).all()
+    assert copies and all(get_storage().exists(images.presented_name(c.sha256, size))
+                          for c in copies for size in current_app.config["PRESENT_SIZES"])
+    # each damaged pair is an image against a copy of itself, never two pairs alike
+    pairs = db.session.execute(select(Comparison.criterion, Comparison.image_a_id,
+                                      Comparison.image_b_id)
+                               .where(Comparison.gold_kind == "damaged")).all()
+    assert len(pairs) == len(set(pairs))
+    assert gold.fill(live, threads=2) == dict.fromkeys(live.criteria_list, 0)
+
+
+def test_filling_the_gold_supply_keeps_to_the_cap_and_needs_a_published_campaign(live, ctx):
+    from arena.errors import Conflict
+
+    ctx.config["GOLD_MAX_DAMAGED"] = 10
+    made = gold.fill(live, np.random.default_rng(3), threads=1)
+    assert _auto_gold("preference") == _auto_gold("coherence") == 10
+    assert made["preference"] == 10 - current_app.config["GOLD_INITIAL_DAMAGED"]
+    draft = campaigns.create_campaign("Draft", "s", ["A", "B"], images_per_model=2)
+    with pytest.raises(Conflict, match="not published"):
+        gold.fill(draft)
+    result = ctx.test_cli_runner().invoke(args=["campaign", "fill-gold", "Draft"])
+    assert result.exit_code != 0 and "not published" in result.output
