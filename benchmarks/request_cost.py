@@ -1,0 +1,148 @@
+"""What one request of the vote path costs the server, without a network or a load generator.
+
+    .venv/bin/python benchmarks/request_cost.py [--postgres URL] [--cycles 300] [--prompts 24]
+                                                [--set KEY=VALUE]
+
+benchmarks/ingest.py measures throughput under load, but on a 2-core machine the load
+generator shares the CPU and the figures move by a third from run to run. This benchmark
+isolates the server's own work: a fresh demo instance (``--prompts`` prompts, its gold supply
+made ahead with ``arena campaign fill-gold``) is driven in-process through Flask's test
+client, one phone voter at a time through the JSON API: a session, the caption
+confirmations, three votes (``--cycles`` times, after 30 to warm up). In the same run, the
+bare-INSERT app of benchmarks/ceiling.py is driven the same way on the same database. It
+prints per endpoint the median and p99 time and the SQL statements per request, and the
+votes one core could take per second against the inserts it could take: the ceiling's ratio
+with no load generator in the way (a session and a caption confirmation are requests too,
+so a vote costs more than its own request).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+DEMO = "Demo: DrawBench"
+STATEMENTS = re.compile(r'sql;desc="statements";dur=(\d+)')
+
+
+def prepare(instance: Path, url: str | None, prompts: int, settings=()) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
+    env.update({"ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench",
+                "ARENA_PSEUDONYM_KEY": "bench", "ARENA_RATELIMIT_ENABLED": "false",
+                "ARENA_MIN_VOTE_MS": "{}", "ARENA_SERVER_TIMING": "true",
+                "ARENA_REVEAL_WORD_MS": "0", "ARENA_DEMO_PROMPTS": str(prompts)})
+    if url:
+        env["ARENA_DATABASE_URL"] = url
+    env.update({f"ARENA_{key}": value for key, value in settings})
+    for command in (["demo", "--votes", "0"], ["campaign", "fill-gold", DEMO]):
+        subprocess.run([str(BIN / "arena"), *command], env=env, cwd=ROOT, check=True,
+                       capture_output=True)
+    return env
+
+
+def timed(times: dict, statements: dict, name: str, call):
+    started = time.perf_counter()
+    response = call()
+    times[name].append((time.perf_counter() - started) * 1000)
+    match = STATEMENTS.search(response.headers.get("Server-Timing", ""))
+    if match:
+        statements[name].append(int(match[1]))
+    return response
+
+
+def drive_arena(env: dict, cycles: int) -> tuple[dict, dict]:
+    os.environ.update(env)
+    from arena import create_app
+
+    client = create_app().test_client()
+    times, statements = defaultdict(list), defaultdict(list)
+    token = None
+    for n in range(30 + cycles):
+        if n == 30:
+            times.clear()
+            statements.clear()
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        response = timed(times, statements, "session",
+                         lambda h=headers: client.post("/api/v1/sessions", json={}, headers=h))
+        if response.status_code != 201:
+            raise SystemExit(f"session refused: {response.status_code} {response.text}")
+        body = response.get_json()
+        token = token or body["voter_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        for item in body["tasks"]:
+            task = f"/api/v1/tasks/{item['task_id']}"
+            if item["prompt"] is not None:
+                timed(times, statements, "read",
+                      lambda t=task, h=headers: client.post(f"{t}/read", headers=h))
+            response = timed(times, statements, "vote", lambda t=task, h=headers: client.post(
+                f"{t}/vote", headers=h, json={"choice": "left", "response_ms": 1500}))
+            if response.status_code != 201:
+                raise SystemExit(f"vote refused: {response.status_code} {response.text}")
+    return times, statements
+
+
+def drive_ceiling(url: str, requests: int) -> list[float]:
+    os.environ["CEILING_DATABASE_URL"] = url
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.ceiling import app
+
+    client = app.test_client()
+    times: dict = defaultdict(list)
+    for n in range(100 + requests):
+        if n == 100:
+            times.clear()
+        timed(times, defaultdict(list), "insert", lambda: client.post(
+            "/vote", json={"choice": "left", "response_ms": 1500}))
+    return times["insert"]
+
+
+def report(label: str, times: dict, statements: dict, ceiling: list[float],
+           cycles: int) -> None:
+    print(f"\n{label}: {cycles} API sessions of one voter after another, in-process")
+    print(f"  {'request':10s} {'count':>6s} {'median':>8s} {'p99':>8s} {'SQL/req':>7s}")
+    rows = {**times, "insert": ceiling}
+    for name in ("session", "read", "vote", "insert"):
+        values = sorted(rows[name])
+        p99 = values[min(len(values) - 1, int(0.99 * len(values)))]
+        sql = statistics.median(statements[name]) if statements.get(name) else None
+        print(f"  {name:10s} {len(values):6d} {statistics.median(values):7.2f}  {p99:7.2f} "
+              f"{'-' if sql is None else f'{sql:7.0f}'}")
+    spent = sum(sum(times[name]) for name in ("session", "read", "vote"))
+    per_vote = spent / len(times["vote"])
+    insert = statistics.mean(ceiling)
+    print(f"  server time per vote, its session and caption confirmations included: "
+          f"{per_vote:.2f} ms (mean); a bare INSERT request {insert:.2f} ms")
+    print(f"  one core: {1000 / per_vote:.0f} votes/s against {1000 / insert:.0f} inserts/s: "
+          f"ratio {insert / per_vote:.2f} (goal >= 0.5)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres", help="an empty PostgreSQL database URL (else SQLite)")
+    parser.add_argument("--cycles", type=int, default=300)
+    parser.add_argument("--prompts", type=int, default=24, help="demo prompts (default 24)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        type=lambda text: tuple(text.split("=", 1)),
+                        help="an Arena setting for the run, e.g. VALIDATION_RATE=0")
+    args = parser.parse_args()
+    instance = Path(tempfile.mkdtemp(prefix="arena-cost-"))
+    env = prepare(instance, args.postgres, args.prompts, args.set)
+    times, statements = drive_arena(env, args.cycles)
+    ceiling_url = args.postgres or f"sqlite:///{instance / 'ceiling.sqlite3'}"
+    ceiling = drive_ceiling(ceiling_url, 3 * args.cycles)
+    report("PostgreSQL" if args.postgres else "SQLite", times, statements, ceiling,
+           args.cycles)
+
+
+if __name__ == "__main__":
+    main()
