@@ -31,7 +31,7 @@ from sqlalchemy.orm import joinedload
 from arena.config import CRITERIA, check_criterion
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
-from arena.infra.database import param, retry_on_lock, write_transaction
+from arena.infra.database import end_reads, param, retry_on_lock, write_transaction
 from arena.models import Comparison, Task, Voter, VotingSession, utcnow
 
 # Sent (voter_id=, criterion=, pool=) when a voter has answered a gold pair: the campaigns
@@ -259,7 +259,7 @@ def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
            shown_at) -> int:
     """Write the session and its tasks (three statements); returns the session id."""
     insert_session, count_issued, insert_tasks = _issue_statements()
-    with write_transaction():
+    with write_transaction(after_reads=True):
         session_id = db.session.execute(insert_session, {
             "public_id": secrets.token_hex(12), "voter_id": voter_id, "criterion": criterion,
             "created_at": utcnow()}).inserted_primary_key[0]
@@ -314,7 +314,7 @@ def _pick_items(voter_id: int, criterion: str, with_gold: bool,
         raise NoTasksAvailable(f"no {criterion} comparisons left for this voter")
     if validation is not None:
         items.insert(int(rng.integers(len(items) + 1)), validation)
-    db.session.rollback()  # end the read snapshot before the write transaction
+    end_reads()  # (on SQLite the write transaction starts afresh)
     return items
 
 

@@ -146,7 +146,7 @@ def confirm_read(voter: Voter, task_id: int, now: datetime | None = None) -> Tas
     task_id, voter_id = task.id, voter.id
 
     def write():
-        with write_transaction():
+        with write_transaction(after_reads=True):
             if not pacing.try_turn(voter_id, now, reveal):  # another action raced this one
                 raise _still_revealing(reveal)
             db.session.execute(_confirm_statement(), {"p_task": task_id, "p_now": now})

@@ -25,6 +25,7 @@ from arena.extensions import db
 from arena.infra.database import (
     at_least,
     at_most,
+    end_reads,
     param,
     retry_on_lock,
     write_transaction,
@@ -160,7 +161,7 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
     ballot = replace(_ballot(context, voter, choice, response_ms, now or utcnow()),
                      language=language)
     pool = voter.pool or 0  # (read before the rollback expires the voter)
-    db.session.rollback()  # end the read snapshot; the write transaction starts clean
+    end_reads()  # (on SQLite the write transaction starts afresh)
     try:
         retry_on_lock(lambda: _record(ballot, elo_params()))
     except IntegrityError:  # the unique task_id: a concurrent request recorded it first
@@ -254,7 +255,7 @@ def _record(ballot: Ballot, params: EloParams) -> None:
     inserted, the task marked answered, the comparison's counter and the two ratings moved
     (three statements on PostgreSQL, six elsewhere). Every statement is built once per
     shape of vote (:func:`_writes`) and run with this vote's values."""
-    with write_transaction():
+    with write_transaction(after_reads=True):
         also, trust = _trust_change(ballot.correct)
         paced = pacing.take_turn(ballot.voter_id, ballot.at, _floor_ms(ballot.criterion),
                                  also, **trust)

@@ -212,3 +212,56 @@ def test_read_confirmation_errors(client, web_campaign, app):
     no_caption = client.post(f"/api/v1/tasks/{coherence['tasks'][0]['task_id']}/read",
                              headers=auth(token))
     assert no_caption.status_code == 409 and "no caption" in no_caption.json["error"]
+
+
+def test_round_trips_per_vote_and_session_on_each_database(any_app):
+    """Issue 11's budget: a vote in 5 statements and one transaction on PostgreSQL (its
+    reads go on into the write: no ROLLBACK and second BEGIN between them), a session in at
+    most 8 statements; on SQLite the write begins afresh with BEGIN IMMEDIATE."""
+    from sqlalchemy import event
+
+    with any_app.app_context():
+        make_campaign()
+        engine = db.engine
+    any_app.config.update(VALIDATION_RATE=0.0, MIN_VOTE_MS={})
+    client = any_app.test_client()
+    token = new_session(client, {"criterion": "preference"}).json["voter_token"]
+    seen = {"statements": 0, "begin": 0, "commit": 0, "rollback": 0}
+
+    def counter(kind):
+        def count(*_args, **_kwargs):
+            seen[kind] += 1
+        return count
+
+    listeners = [("before_cursor_execute", counter("statements")),
+                 ("begin", counter("begin")), ("commit", counter("commit")),
+                 ("rollback", counter("rollback"))]
+    for name, fn in listeners:
+        event.listen(engine, name, fn)
+
+    def measure(call) -> dict:
+        for key in seen:
+            seen[key] = 0
+        call()
+        return dict(seen)
+
+    try:
+        body = {}
+        session = measure(lambda: body.update(new_session(
+            client, {"criterion": "preference"}, token=token).json))
+        votes = [measure(lambda t=task: client.post(
+            f"/api/v1/tasks/{t['task_id']}/vote", json={"choice": "left"},
+            headers=auth(token))) for task in body["tasks"]]
+    finally:
+        for name, fn in listeners:
+            event.remove(engine, name, fn)
+    postgres = engine.dialect.name == "postgresql"
+    for used in votes:
+        if postgres:
+            assert used == {"statements": 5, "begin": 1, "commit": 1, "rollback": 0}, used
+        else:  # the reads' BEGIN and the BEGIN IMMEDIATE are statements there, and each
+            # write is its own: two BEGINs, two reads, the turn, the ratings, four writes
+            assert used == {"statements": 10, "begin": 2, "commit": 1, "rollback": 1}, used
+    if postgres:  # the picks and the writes in one transaction, then the tasks loaded
+        assert session["statements"] <= 8 and session["commit"] == 1, session
+        assert session["begin"] == 2, session
