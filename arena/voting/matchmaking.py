@@ -62,8 +62,8 @@ _VOTER, _POOL = param("p_voter", Task.voter_id), param("p_pool", Comparison.pool
 
 @cache
 def _candidates(criterion: str, validation: bool):
-    """The comparisons of ``criterion`` (regular, or gold with ``validation``) of pool
-    ``p_voter`` may get: not paused, not issued to voter ``p_voter`` yet."""
+    """The comparisons of ``criterion`` (regular, or gold with ``validation``) in pool
+    ``p_pool`` that voter ``p_voter`` may get: not paused, not issued to them yet."""
     issued = exists().where(Task.voter_id == _VOTER, Task.comparison_id == Comparison.id)
     query = select(Comparison).where(
         Comparison.pool == _POOL,
@@ -167,19 +167,24 @@ def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
     ones put in more sessions than the freshest ordinary pair left to them (both counted in
     sessions issued, so opening sessions without answering them inflates both alike); None
     when no new pair is due (see arena.campaigns.gold)."""
+    freshest_regular, least_issued_gold = _gold_due_queries(criterion)
     values = {"p_voter": voter_id, "p_pool": pool}
-    regular = db.session.execute(
-        _candidates(criterion, validation=False)
-        .with_only_columns(Comparison.issued, Comparison.campaign_id)
-        .order_by(Comparison.issued).limit(1), values).first()
+    regular = db.session.execute(freshest_regular, values).first()
     if regular is None:
         return None
-    least_issued = db.session.scalar(
-        _candidates(criterion, validation=True)
-        .with_only_columns(func.min(Comparison.issued)), values)
+    least_issued = db.session.scalar(least_issued_gold, values)
     if least_issued is None or least_issued > regular.issued:
         return regular.campaign_id
     return None
+
+
+@cache
+def _gold_due_queries(criterion: str) -> tuple:
+    return (_candidates(criterion, validation=False)
+            .with_only_columns(Comparison.issued, Comparison.campaign_id)
+            .order_by(Comparison.issued).limit(1),
+            _candidates(criterion, validation=True)
+            .with_only_columns(func.min(Comparison.issued)))
 
 
 def _criteria_state(voter_id: int, pool: int) -> tuple[list[str], str | None]:
