@@ -18,7 +18,7 @@ from arena.catalog import images, presentation, prompts
 from arena.config import CRITERIA
 from arena.errors import Conflict, Invalid, NotFound
 from arena.extensions import db
-from arena.infra.database import at_most, one_or_not_found
+from arena.infra.database import at_most, one_or_not_found, refresh_statistics
 from arena.models import (
     Campaign,
     Comparison,
@@ -100,6 +100,7 @@ def publish(campaign: Campaign, rng: np.random.Generator | None = None) -> int:
     added = _refresh(campaign)
     db.session.flush()
     gold.initial_supply(campaign, rng or np.random.default_rng())
+    refresh_statistics(Comparison)
     db.session.commit()
     return added
 
@@ -112,6 +113,7 @@ def add_model(campaign: Campaign, model_name: str) -> int:
     campaign.models.append(model)
     db.session.flush()
     added = _refresh(campaign)
+    refresh_statistics(Comparison)
     db.session.commit()
     return added
 

@@ -35,7 +35,7 @@ from arena.catalog import images
 from arena.catalog.damage import damage
 from arena.errors import Conflict
 from arena.extensions import db
-from arena.infra.database import retry_on_lock, write_transaction
+from arena.infra.database import refresh_statistics, retry_on_lock, write_transaction
 from arena.infra.deferred import after_response
 from arena.models import Campaign, Comparison, Image, Prompt, campaign_models
 from arena.voting import matchmaking
@@ -147,6 +147,8 @@ def fill(campaign: Campaign, rng: np.random.Generator | None = None, progress=No
                             progress(1)
                 if made[criterion] == batch:
                     break  # the campaign's images allow no new pair
+    refresh_statistics(Comparison)
+    db.session.commit()
     return made
 
 

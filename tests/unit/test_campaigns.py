@@ -4,7 +4,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 from PIL import Image
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from arena.campaigns import campaigns
 from arena.campaigns.progress import progress
@@ -20,6 +20,10 @@ from tests.factories import answer, make_model, make_owner, new_voter
 
 @pytest.fixture
 def three_models(ctx):
+    return _three_models()
+
+
+def _three_models():
     """DrawBench (shipped, imported on first use) and three models with images on two
     prompts: A and B with 2 images each, C with 1."""
     owner, _ = make_owner("o")
@@ -60,6 +64,23 @@ def test_nothing_reaches_voters_before_publishing(three_models):
         Comparison.is_validation))} == {"preference", "coherence", "alignment"}
     total = count()
     assert campaigns.publish(campaign) == 0 and count() == total  # idempotent
+
+
+@pytest.mark.postgres
+def test_publishing_refreshes_the_planner_statistics_on_postgresql(pg_app):
+    """The comparisons just built are analysed at once: without it the gold pick was
+    planned for one candidate and walked the voter's tasks once per gold pair until
+    autovacuum came by (p99 36 ms per session in benchmarks/request_cost.py)."""
+    def planner_rows() -> float:
+        return db.session.scalar(text(
+            "SELECT reltuples FROM pg_class WHERE relname = 'comparison'"))
+
+    with pg_app.app_context():
+        campaign, _ = _three_models()
+        assert planner_rows() <= 0  # never analysed (-1 since PostgreSQL 14)
+        campaigns.publish(campaign)
+        assert count() > 6
+        assert planner_rows() == count()
 
 
 def test_joining_model_and_new_images_add_only_new_pairs(three_models):
