@@ -22,9 +22,11 @@ from sqlalchemy import (
     insert,
     literal,
     select,
+    true,
     union_all,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload
 
@@ -262,34 +264,74 @@ def start_session(
 
 def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
            shown_at) -> int:
-    """Write the session and its tasks (three statements); returns the session id."""
-    insert_session, count_issued, insert_tasks = _issue_statements()
+    """Write the session and its tasks and count the comparisons issued (one statement on
+    PostgreSQL, three elsewhere: :func:`_issue_statements`); returns the session id."""
+    sides = []
+    for comparison in items:
+        left, right = comparison.image_a_id, comparison.image_b_id
+        sides.append((right, left) if rng.random() < 0.5 else (left, right))
+    values = {"p_public_id": secrets.token_hex(12), "p_voter": voter_id,
+              "p_criterion": criterion, "p_now": utcnow(), "p_shown_at": shown_at,
+              "p_ids": [c.id for c in items]}
     with write_transaction(after_reads=True):
-        session_id = db.session.execute(insert_session, {
-            "public_id": secrets.token_hex(12), "voter_id": voter_id, "criterion": criterion,
-            "created_at": utcnow()}).inserted_primary_key[0]
-        db.session.execute(count_issued, {"p_ids": [c.id for c in items]})
-        rows = []
-        for position, comparison in enumerate(items):
-            left, right = comparison.image_a_id, comparison.image_b_id
-            if rng.random() < 0.5:
-                left, right = right, left
-            rows.append({"session_id": session_id, "voter_id": voter_id,
-                         "comparison_id": comparison.id, "position": position,
-                         "left_image_id": left, "right_image_id": right,
-                         "issued_at": utcnow(), "shown_at": shown_at})
-        db.session.execute(insert_tasks, rows)
+        if db.session.get_bind().dialect.name == "postgresql":
+            (combined,) = _issue_statements(combined=True)
+            values.update(p_positions=list(range(len(items))),
+                          p_lefts=[left for left, _ in sides],
+                          p_rights=[right for _, right in sides])
+            return db.session.execute(combined, values).first()[0]
+        insert_session, count_issued, insert_tasks = _issue_statements(combined=False)
+        session_id = db.session.execute(insert_session, values).inserted_primary_key[0]
+        db.session.execute(count_issued, values)
+        db.session.execute(insert_tasks, [
+            {**values, "p_session": session_id, "p_comparison": comparison.id,
+             "p_position": position, "p_left": left, "p_right": right}
+            for position, (comparison, (left, right)) in enumerate(zip(items, sides, strict=True))])
         return session_id
 
 
 @cache
-def _issue_statements() -> tuple:
-    comparison = Comparison.__table__.c
-    return (insert(VotingSession.__table__),
-            update(Comparison.__table__)
-            .where(comparison.id.in_(bindparam("p_ids", expanding=True)))
-            .values(issued=comparison.issued + 1),
-            insert(Task.__table__))
+def _issue_statements(*, combined: bool) -> tuple:
+    """The session inserted, its comparisons counted issued once more, its tasks inserted.
+    ``combined`` (PostgreSQL): one statement, the session and the count as data-modifying
+    WITH clauses and the tasks unnested from arrays (one round trip instead of three). The
+    same rows either way. Parameters: p_public_id, p_voter, p_criterion, p_now, p_shown_at
+    and p_ids (the comparisons in order); per task p_session, p_comparison, p_position,
+    p_left and p_right, or with ``combined`` the arrays p_positions, p_lefts and
+    p_rights."""
+    session, comparison, task = (VotingSession.__table__, Comparison.__table__.c,
+                                 Task.__table__.c)
+    insert_session = insert(session).values(
+        public_id=param("p_public_id", session.c.public_id), voter_id=_VOTER,
+        criterion=param("p_criterion", session.c.criterion),
+        created_at=param("p_now", session.c.created_at))
+    ids = (bindparam("p_ids", type_=ARRAY(Integer)) if combined
+           else bindparam("p_ids", expanding=True))
+    count_issued = (update(Comparison.__table__)
+                    .where(comparison.id == func.any(ids) if combined
+                           else comparison.id.in_(ids))
+                    .values(issued=comparison.issued + 1))
+    issued_at, shown_at = param("p_now", task.issued_at), param("p_shown_at", task.shown_at)
+    if not combined:
+        return (insert_session, count_issued, insert(Task.__table__).values(
+            session_id=param("p_session", task.session_id), voter_id=_VOTER,
+            comparison_id=param("p_comparison", task.comparison_id),
+            position=param("p_position", task.position),
+            left_image_id=param("p_left", task.left_image_id),
+            right_image_id=param("p_right", task.right_image_id),
+            issued_at=issued_at, shown_at=shown_at))
+    new_session = insert_session.returning(session.c.id).cte("new_session")
+    counted = count_issued.returning(literal(1)).cte("counted")
+    rows = func.unnest(ids, *(bindparam(name, type_=ARRAY(Integer)) for name in (
+        "p_positions", "p_lefts", "p_rights"))).table_valued(
+        "comparison_id", "position", "left_image_id", "right_image_id").render_derived()
+    columns = ("session_id", "voter_id", "comparison_id", "position", "left_image_id",
+               "right_image_id", "issued_at", "shown_at")
+    tasks = select(new_session.c.id, _VOTER, rows.c.comparison_id, rows.c.position,
+                   rows.c.left_image_id, rows.c.right_image_id, issued_at, shown_at
+                   ).select_from(new_session.join(rows, true()))
+    return (insert(Task.__table__).from_select(columns, tasks)
+            .returning(task.session_id).add_cte(new_session, counted),)
 
 
 def _loaded_session(session_id: int) -> VotingSession:
