@@ -1,14 +1,16 @@
 """What one request of the vote path costs the server, without a network or a load generator.
 
     .venv/bin/python benchmarks/request_cost.py [--postgres URL] [--cycles 300] [--prompts 24]
-                                                [--set KEY=VALUE]
+                                                [--html] [--set KEY=VALUE]
 
 benchmarks/ingest.py measures throughput under load, but on a 2-core machine the load
 generator shares the CPU and the figures move by a third from run to run. This benchmark
 isolates the server's own work: a fresh demo instance (``--prompts`` prompts, its gold supply
 made ahead with ``arena campaign fill-gold``) is driven in-process through Flask's test
 client, one phone voter at a time through the JSON API: a session, the caption
-confirmations, three votes (``--cycles`` times, after 30 to warm up). In the same run, the
+confirmations, three votes (``--cycles`` times, after 30 to warm up); with ``--html``
+through the htmx pages instead (the start form, the session page, each card's confirmation
+and vote answered with the next card). In the same run, the
 bare-INSERT app of benchmarks/ceiling.py is driven the same way on the same database. It
 prints per endpoint the median and p99 time and the SQL statements per request, and the
 votes one core could take per second against the inserts it could take: the ceiling's ratio
@@ -91,6 +93,45 @@ def drive_arena(env: dict, cycles: int) -> tuple[dict, dict]:
     return times, statements
 
 
+CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+CARD = re.compile(r'hx-post="(/t/\d+)"')
+
+
+def drive_html(env: dict, cycles: int) -> tuple[dict, dict]:
+    """The htmx voter flow: the start form (its redirect to the session page timed as
+    "page"), then each card's caption confirmation and vote posted as htmx does, the next
+    card coming back in the vote's response."""
+    os.environ.update(env)
+    from arena import create_app
+
+    client = create_app().test_client()
+    times, statements = defaultdict(list), defaultdict(list)
+    token = CSRF.search(client.get("/").text)[1]
+    htmx = {"HX-Request": "true"}
+    for n in range(30 + cycles):
+        if n == 30:
+            times.clear()
+            statements.clear()
+        response = timed(times, statements, "session", lambda t=token: client.post(
+            "/start", data={"csrf_token": t}))
+        if response.status_code != 303:
+            raise SystemExit(f"session refused: {response.status_code} {response.text}")
+        location = response.headers["Location"]
+        html = timed(times, statements, "page", lambda url=location: client.get(url)).text
+        while (card := CARD.search(html)) is not None:
+            token = CSRF.search(html)[1]
+            if "confirm-read" in html:
+                html = timed(times, statements, "read", lambda c=card, t=token: client.post(
+                    f"{c[1]}/read", data={"csrf_token": t}, headers=htmx)).text
+            response = timed(times, statements, "vote", lambda c=card, t=token: client.post(
+                c[1], data={"csrf_token": t, "choice": "left", "response_ms": "1500"},
+                headers=htmx))
+            if response.status_code != 200:
+                raise SystemExit(f"vote refused: {response.status_code}")
+            html = response.text
+    return times, statements
+
+
 def drive_ceiling(url: str, requests: int) -> list[float]:
     os.environ["CEILING_DATABASE_URL"] = url
     sys.path.insert(0, str(ROOT))
@@ -108,16 +149,18 @@ def drive_ceiling(url: str, requests: int) -> list[float]:
 
 def report(label: str, times: dict, statements: dict, ceiling: list[float],
            cycles: int) -> None:
-    print(f"\n{label}: {cycles} API sessions of one voter after another, in-process")
+    print(f"\n{label}: {cycles} sessions of one voter after another, in-process")
     print(f"  {'request':10s} {'count':>6s} {'median':>8s} {'p99':>8s} {'SQL/req':>7s}")
     rows = {**times, "insert": ceiling}
-    for name in ("session", "read", "vote", "insert"):
+    for name in ("session", "page", "read", "vote", "insert"):
+        if not rows.get(name):
+            continue
         values = sorted(rows[name])
         p99 = values[min(len(values) - 1, int(0.99 * len(values)))]
         sql = statistics.median(statements[name]) if statements.get(name) else None
         print(f"  {name:10s} {len(values):6d} {statistics.median(values):7.2f}  {p99:7.2f} "
               f"{'-' if sql is None else f'{sql:7.0f}'}")
-    spent = sum(sum(times[name]) for name in ("session", "read", "vote"))
+    spent = sum(sum(values) for values in times.values())
     per_vote = spent / len(times["vote"])
     insert = statistics.mean(ceiling)
     print(f"  server time per vote, its session and caption confirmations included: "
@@ -131,16 +174,19 @@ def main() -> None:
     parser.add_argument("--postgres", help="an empty PostgreSQL database URL (else SQLite)")
     parser.add_argument("--cycles", type=int, default=300)
     parser.add_argument("--prompts", type=int, default=24, help="demo prompts (default 24)")
+    parser.add_argument("--html", action="store_true",
+                        help="the htmx voter pages instead of the JSON API")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         type=lambda text: tuple(text.split("=", 1)),
                         help="an Arena setting for the run, e.g. VALIDATION_RATE=0")
     args = parser.parse_args()
     instance = Path(tempfile.mkdtemp(prefix="arena-cost-"))
     env = prepare(instance, args.postgres, args.prompts, args.set)
-    times, statements = drive_arena(env, args.cycles)
+    times, statements = (drive_html if args.html else drive_arena)(env, args.cycles)
     ceiling_url = args.postgres or f"sqlite:///{instance / 'ceiling.sqlite3'}"
     ceiling = drive_ceiling(ceiling_url, 3 * args.cycles)
-    report("PostgreSQL" if args.postgres else "SQLite", times, statements, ceiling,
+    report(("PostgreSQL" if args.postgres else "SQLite")
+           + (", htmx pages" if args.html else ", JSON API"), times, statements, ceiling,
            args.cycles)
 
 

@@ -77,27 +77,34 @@ _sqlite_writer = threading.RLock()
 
 
 @contextmanager
-def write_transaction(after_reads: bool = False):
+def write_transaction(after_reads: bool = False, keep_loaded: bool = False):
     """Open a write transaction on ``db.session``: immediate on SQLite (one writer thread per
     process at a time), plain on PostgreSQL.
 
     Commits on success, rolls back on any exception. Starts a fresh transaction, except on
     PostgreSQL with ``after_reads``, which says the open transaction has only read (see
-    :func:`end_reads`): the writes go on in it.
+    :func:`end_reads`): the writes go on in it. With ``keep_loaded`` the objects the session
+    has loaded keep the values they were read with through the commits (for a caller that
+    has read everything it shows and only records something: nothing is read again).
     """
     session = db.session()
     sqlite = db.engine.dialect.name == "sqlite"
-    if session.in_transaction() and (sqlite or not after_reads):
-        session.commit()
-    with _sqlite_writer if sqlite else nullcontext():
-        if sqlite:
-            session.connection(execution_options={_SQLITE_BEGIN: "IMMEDIATE"})
-        try:
-            yield session
+    expire = session.expire_on_commit
+    session.expire_on_commit = expire and not keep_loaded
+    try:
+        if session.in_transaction() and (sqlite or not after_reads):
             session.commit()
-        except BaseException:
-            session.rollback()
-            raise
+        with _sqlite_writer if sqlite else nullcontext():
+            if sqlite:
+                session.connection(execution_options={_SQLITE_BEGIN: "IMMEDIATE"})
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+    finally:
+        session.expire_on_commit = expire
 
 
 def end_reads() -> None:

@@ -225,6 +225,20 @@ def start_session(
     voter: Voter, rng: np.random.Generator, criterion: str | None = None, *,
     shown: bool = False,
 ) -> VotingSession:
+    """Issue a session (:func:`_issue_session`) and return it loaded with its tasks, their
+    comparisons, captions and images, in one more statement."""
+    return _loaded_session(_issue_session(voter, rng, criterion, shown)[0])
+
+
+def issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None = None
+                  ) -> str:
+    """Issue a session (:func:`_issue_session`) for a page that shows it at its own address:
+    only its public id comes back, nothing is read again."""
+    return _issue_session(voter, rng, criterion, shown=False)[1]
+
+
+def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None,
+                   shown: bool) -> tuple[int, str]:
     """Issue a session of up to ``TASKS_PER_SESSION`` tasks of one criterion and commit it.
     With ``shown`` the tasks count as on the voter's screen from now (an API client gets
     them all at once; see arena.voting.tasks.present).
@@ -233,8 +247,8 @@ def start_session(
     position; left/right order is random per task. The comparisons are chosen before the
     write transaction, which only inserts the session and its tasks and counts them issued:
     two sessions of one voter racing for the same comparison meet the unique (voter,
-    comparison) constraint, and the loser picks again. The session comes back with its
-    tasks, their comparisons, captions and images loaded, in one more statement.
+    comparison) constraint, and the loser picks again. Returns the session's id and public
+    id.
 
     Raises
     ------
@@ -253,24 +267,25 @@ def start_session(
         items = _pick_items(voter_id, criterion, with_gold, rng, pool)
         issue = partial(_issue, voter_id, criterion, items, rng, utcnow() if shown else None)
         try:
-            session_id = retry_on_lock(issue)
+            return retry_on_lock(issue)
         except IntegrityError:
             # The same voter started two sessions at once and both picked one comparison;
             # the unique (voter, comparison) constraint refused the second: pick again.
             continue
-        return _loaded_session(session_id)
     raise NoTasksAvailable("could not issue a session, please retry")
 
 
 def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
-           shown_at) -> int:
+           shown_at) -> tuple[int, str]:
     """Write the session and its tasks and count the comparisons issued (one statement on
-    PostgreSQL, three elsewhere: :func:`_issue_statements`); returns the session id."""
+    PostgreSQL, three elsewhere: :func:`_issue_statements`); returns the session's id and
+    public id."""
     sides = []
     for comparison in items:
         left, right = comparison.image_a_id, comparison.image_b_id
         sides.append((right, left) if rng.random() < 0.5 else (left, right))
-    values = {"p_public_id": secrets.token_hex(12), "p_voter": voter_id,
+    public_id = secrets.token_hex(12)
+    values = {"p_public_id": public_id, "p_voter": voter_id,
               "p_criterion": criterion, "p_now": utcnow(), "p_shown_at": shown_at,
               "p_ids": [c.id for c in items]}
     with write_transaction(after_reads=True):
@@ -279,7 +294,7 @@ def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
             values.update(p_positions=list(range(len(items))),
                           p_lefts=[left for left, _ in sides],
                           p_rights=[right for _, right in sides])
-            return db.session.execute(combined, values).first()[0]
+            return db.session.execute(combined, values).first()[0], public_id
         insert_session, count_issued, insert_tasks = _issue_statements(combined=False)
         session_id = db.session.execute(insert_session, values).inserted_primary_key[0]
         db.session.execute(count_issued, values)
@@ -287,7 +302,7 @@ def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
             {**values, "p_session": session_id, "p_comparison": comparison.id,
              "p_position": position, "p_left": left, "p_right": right}
             for position, (comparison, (left, right)) in enumerate(zip(items, sides, strict=True))])
-        return session_id
+        return session_id, public_id
 
 
 @cache
@@ -336,13 +351,17 @@ def _issue_statements(*, combined: bool) -> tuple:
 
 def _loaded_session(session_id: int) -> VotingSession:
     """The session with everything a voter is shown of its tasks, in one statement."""
-    return db.session.scalars(_session_query(), {"p_session": session_id}).unique().one()
+    return db.session.scalars(loaded_session_query("id"), {"p_session": session_id}
+                              ).unique().one()
 
 
 @cache
-def _session_query():
+def loaded_session_query(key: str):
+    """The session whose ``key`` ("id" or "public_id") is ``p_session``, with its tasks,
+    their comparisons and captions and both images of each: one statement."""
+    column = getattr(VotingSession, key)
     return (select(VotingSession)
-            .where(VotingSession.id == param("p_session", VotingSession.id))
+            .where(column == param("p_session", column))
             .options(joinedload(VotingSession.tasks).options(
                 joinedload(Task.comparison).joinedload(Comparison.prompt),
                 joinedload(Task.left_image), joinedload(Task.right_image))))
@@ -363,33 +382,3 @@ def _pick_items(voter_id: int, criterion: str, with_gold: bool,
         items.insert(int(rng.integers(len(items) + 1)), validation)
     end_reads()  # (on SQLite the write transaction starts afresh)
     return items
-
-
-def open_task(session: VotingSession) -> Task | None:
-    """The first unanswered task of ``session``, or None when the session is complete."""
-    return db.session.scalar(
-        select(Task)
-        .where(Task.session_id == session.id, Task.answered_at.is_(None))
-        .order_by(Task.position)
-        .limit(1)
-    )
-
-
-def session_by_public_id(public_id: str) -> VotingSession | None:
-    return db.session.scalar(select(VotingSession).where(VotingSession.public_id == public_id))
-
-
-def owned_session(public_id: str, voter: Voter | None) -> VotingSession:
-    """Session ``public_id``, which must belong to ``voter``.
-
-    Raises
-    ------
-    SessionNotFound, NotYourSession
-    """
-    session = session_by_public_id(public_id)
-    if session is None:
-        raise SessionNotFound("no such session")
-    if voter is None or session.voter_id != voter.id:
-        raise NotYourSession("this session belongs to another browser: start your own "
-                             "from the home page")
-    return session

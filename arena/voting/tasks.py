@@ -12,18 +12,20 @@ captioned task that was not confirmed (``ReadNotConfirmed``).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 
 from flask import current_app
 from sqlalchemy import select, update
 from sqlalchemy.orm import joinedload
+from sqlalchemy.orm.attributes import set_committed_value
 
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import param, retry_on_lock, write_transaction
 from arena.models import Comparison, Task, Voter, VotingSession, utcnow
-from arena.voting import pacing
+from arena.voting import matchmaking, pacing
 
 
 class TaskNotFound(NotFound):
@@ -65,21 +67,67 @@ def _owned_query():
 
 def for_display(task_id: int) -> Task:
     """Task ``task_id`` with everything a voter is shown of it (its session and that
-    session's tasks with their images, for the next task's preload; its comparison and
-    caption; both images) loaded in two statements."""
+    session's tasks, its comparison and caption, both images) loaded in two statements."""
     return db.session.scalars(
         select(Task).where(Task.id == task_id).options(
             joinedload(Task.comparison).joinedload(Comparison.prompt),
             joinedload(Task.left_image), joinedload(Task.right_image),
-            joinedload(Task.session).selectinload(VotingSession.tasks).options(
-                joinedload(Task.left_image), joinedload(Task.right_image)))).one()
+            joinedload(Task.session).selectinload(VotingSession.tasks))).one()
 
 
-def following(task: Task) -> Task | None:
-    """The task the voter gets after ``task`` in its session (the next one not yet answered
-    or skipped), from the session as :func:`for_display` loaded it; None after the last."""
-    return next((t for t in sorted(task.session.tasks, key=lambda t: t.position)
-                 if t.position > task.position and t.answered_at is None), None)
+@dataclass(frozen=True)
+class Card:
+    """A session as the voter's card shows it: the session with every task's comparison,
+    caption and images loaded; ``task`` the open one (the first not answered or skipped),
+    None once the session is done; ``following`` the one after it, whose images the page
+    fetches ahead."""
+
+    session: VotingSession
+    task: Task | None
+    following: Task | None
+
+
+def card(voter: Voter | None, session: int | str, *, present: bool = True,
+         now: datetime | None = None) -> Card:
+    """Session ``session`` (its id, or its public id), which must be ``voter``'s, as the
+    card shows it, in one statement. With ``present`` its open task is recorded as on the
+    voter's screen from ``now`` unless it was before (the reveal of a caption starts then):
+    one more statement, after which nothing loaded is read again.
+
+    Raises
+    ------
+    SessionNotFound, NotYourSession
+    """
+    key = "id" if isinstance(session, int) else "public_id"
+    loaded = db.session.scalars(matchmaking.loaded_session_query(key),
+                                {"p_session": session}).unique().one_or_none()
+    if loaded is None:
+        raise matchmaking.SessionNotFound("no such session")
+    if voter is None or loaded.voter_id != voter.id:
+        raise matchmaking.NotYourSession("this session belongs to another browser: start "
+                                         "your own from the home page")
+    waiting = [t for t in sorted(loaded.tasks, key=lambda t: t.position)
+               if t.answered_at is None]
+    task = waiting[0] if waiting else None
+    if present and task is not None and task.shown_at is None:
+        now = now or utcnow()
+        task_id = task.id
+
+        def write():
+            with write_transaction(after_reads=True, keep_loaded=True):
+                db.session.execute(_show_statement(), {"p_task": task_id, "p_now": now})
+
+        retry_on_lock(write)
+        set_committed_value(task, "shown_at", now)
+    return Card(loaded, task, waiting[1] if len(waiting) > 1 else None)
+
+
+@cache
+def _show_statement():
+    task = Task.__table__.c
+    return (update(Task.__table__)
+            .where(task.id == param("p_task", task.id), task.shown_at.is_(None))
+            .values(shown_at=param("p_now", task.shown_at)))
 
 
 def caption_of(task: Task) -> str | None:

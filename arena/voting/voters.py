@@ -152,7 +152,7 @@ def _voter_query(kind: str):
 
 def identify_by_cookie(public_id: str | None, demographics: dict | None = None) -> Voter:
     """The voter whose cookie carries ``public_id``, or a new one. ``demographics``, when
-    given, replace their answers. Commits.
+    given, replace their answers. Commits what changed.
 
     Raises
     ------
@@ -164,7 +164,8 @@ def identify_by_cookie(public_id: str | None, demographics: dict | None = None) 
         voter, _ = create_voter(demographics)
     elif demographics is not None:
         update_demographics(voter, demographics)
-    db.session.commit()
+    if voter in db.session.new or voter in db.session.dirty:
+        db.session.commit()  # (only then: a commit would have the voter read again)
     return voter
 
 

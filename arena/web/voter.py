@@ -89,23 +89,24 @@ def start():
     done = _panel_done(voter)
     if done is not None:
         return render_template("voter/complete_page.html", standing=done)
-    voting_session = matchmaking.start_session(voter, np.random.default_rng(),
-                                               request.form.get("criterion") or None)
-    return redirect(url_for("voter.show_session", public_id=voting_session.public_id), 303)
+    public_id = matchmaking.issue_session(voter, np.random.default_rng(),
+                                          request.form.get("criterion") or None)
+    return redirect(url_for("voter.show_session", public_id=public_id), 303)
 
 
-def _render_card(voting_session, warning: str | None = None, error: str | None = None,
-                 status: int = 200):
-    standing = panels.standing(voting_session.voter)
+def _render_card(voting_session: int | str, warning: str | None = None,
+                 error: str | None = None, status: int = 200):
+    """The current voter's session (its id or public id) as its card: the open task, shown
+    from now, or the end of the session."""
+    voter = _current_voter()
+    standing = panels.standing(voter) if voter is not None else None
     # a panel participant who gave every answer asked for gets the code, not more work
-    task = None if standing and standing.done else matchmaking.open_task(voting_session)
-    if task is not None:
-        task_id = task.id
-        tasks.present([task])  # (commits: the task is then read again, all of it at once)
-        task = tasks.for_display(task_id)
-    context = {"session_id": voting_session.public_id, "warning": warning, "error": error,
+    done = standing is not None and standing.done
+    card = tasks.card(voter, voting_session, present=not done)
+    task = None if done else card.task
+    context = {"session_id": card.session.public_id, "warning": warning, "error": error,
                "task": task_view(task) if task else None, "standing": standing,
-               "preload": preload_view(tasks.following(task)) if task else []}
+               "preload": preload_view(card.following) if task else []}
     template = "voter/_card.html" if is_htmx() else "voter/session.html"
     response = current_app.make_response((render_template(template, **context), status))
     response.headers["Vary"] = "HX-Request"
@@ -127,7 +128,7 @@ def _render_task_error(exc, status: int, task_id: int):
         return error_response(status, str(exc))
     task = tasks.owned_task(_current_voter(), task_id)
     message = next((m for kind, m in CARD_MESSAGES.items() if isinstance(exc, kind)), str(exc))
-    return _render_card(task.session, error=message, status=status)
+    return _render_card(task.session_id, error=message, status=status)
 
 
 def _require_voter():
@@ -153,11 +154,10 @@ def join(join_key: str):
 
 @bp.get("/s/<public_id>")
 def show_session(public_id: str):
-    voting_session = matchmaking.owned_session(public_id, _current_voter())
     warning = VALIDATION_WARNING if session.pop("validation_warning", False) else None
     if session.pop("report_sent", False):
         warning = REPORT_THANKS
-    return _render_card(voting_session, warning=warning)
+    return _render_card(public_id, warning=warning)
 
 
 def _render_report(task_id: int, error: str | None = None, status: int = 200):
@@ -195,11 +195,11 @@ def report(task_id: int):
     """The voter reports an image of this task: no vote, the next task."""
     voter = _require_voter()
     image_reports.report(voter, task_id, request.form.get("side"), request.form.get("reason"))
-    voting_session = tasks.owned_task(voter, task_id).session
+    task = tasks.owned_task(voter, task_id)
     if is_htmx():
-        return _render_card(voting_session, warning=REPORT_THANKS)
+        return _render_card(task.session_id, warning=REPORT_THANKS)
     session["report_sent"] = True
-    return redirect(url_for("voter.show_session", public_id=voting_session.public_id), 303)
+    return redirect(url_for("voter.show_session", public_id=task.session.public_id), 303)
 
 
 @bp.post("/t/<int:task_id>/read")
@@ -223,7 +223,7 @@ def skip(task_id: int):
 def _card_after(task):
     """The session's card after ``task`` changed: swapped in by htmx, else post/redirect/get."""
     if is_htmx():
-        return _render_card(task.session)
+        return _render_card(task.session_id)
     return redirect(url_for("voter.show_session", public_id=task.session.public_id), 303)
 
 
@@ -240,8 +240,7 @@ def vote(task_id: int):
                              response_ms, language=i18n.current_language())
     if is_htmx():
         warning = VALIDATION_WARNING if result.validation_failed else None
-        return _render_card(matchmaking.session_by_public_id(result.session_id),
-                            warning=warning)
+        return _render_card(result.session_id, warning=warning)
     if result.validation_failed:
         session["validation_warning"] = True
     return redirect(url_for("voter.show_session", public_id=result.session_id), 303)

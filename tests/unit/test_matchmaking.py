@@ -6,8 +6,8 @@ from sqlalchemy import func, select, update
 
 from arena.errors import Invalid, NotFound
 from arena.extensions import db
-from arena.models import Comparison, Task
-from arena.voting import matchmaking
+from arena.models import Comparison, Task, VotingSession
+from arena.voting import matchmaking, tasks
 from tests.factories import make_campaign, new_voter
 
 
@@ -123,10 +123,15 @@ def test_matchmaking_queries_use_the_queue_index(ctx, campaign):
 def test_sessions_belong_to_their_voter(campaign):
     voter = new_voter()
     session = matchmaking.start_session(voter, np.random.default_rng(8), "preference")
-    assert matchmaking.owned_session(session.public_id, voter) is session
+    stranger = new_voter()
     with pytest.raises(matchmaking.NotYourSession):
-        matchmaking.owned_session(session.public_id, new_voter())
+        tasks.card(stranger, session.public_id)
     with pytest.raises(matchmaking.NotYourSession):
-        matchmaking.owned_session(session.public_id, None)
+        tasks.card(None, session.public_id)
     with pytest.raises(NotFound):
-        matchmaking.owned_session("nope", voter)
+        tasks.card(voter, "nope")
+    db.session.expire_all()  # a stranger's look shows nothing: no task counts as shown
+    assert all(t.shown_at is None for t in db.session.get(VotingSession, session.id).tasks)
+    card = tasks.card(voter, session.public_id)
+    assert card.session.id == session.id and card.task.position == 0
+    assert tasks.card(voter, session.id).task.shown_at == card.task.shown_at is not None

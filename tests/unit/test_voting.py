@@ -9,7 +9,7 @@ from arena.errors import Conflict
 from arena.extensions import db
 from arena.infra import database
 from arena.models import Comparison, EloRating, Task, Vote, Voter, utcnow
-from arena.voting import matchmaking, tasks, votes
+from arena.voting import tasks, votes
 from tests.factories import answer, new_voter, read_caption, start
 
 
@@ -130,7 +130,8 @@ def test_answered_task_is_marked(campaign):
     votes.cast_vote(voter, session.tasks[1].id, "left")
     db.session.expire_all()
     assert db.session.get(Task, session.tasks[1].id).answered_at is not None
-    assert matchmaking.open_task(session).id == session.tasks[0].id
+    card = tasks.card(voter, session.id, present=False)
+    assert card.task.id == session.tasks[0].id and card.following.id == session.tasks[2].id
 
 
 # --- The read gate, as the service enforces it for every channel --------------------------

@@ -2,7 +2,7 @@ import re
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from arena.extensions import db
 from arena.models import Task, Vote, Voter
@@ -10,6 +10,7 @@ from tests.factories import make_campaign
 
 from .helpers import api_session as new_session
 from .helpers import bearer as auth
+from .helpers import csrf_token, task_id
 
 
 def test_health(client):
@@ -214,51 +215,60 @@ def test_read_confirmation_errors(client, web_campaign, app):
     assert no_caption.status_code == 409 and "no caption" in no_caption.json["error"]
 
 
+ROUND_TRIP_KINDS = {"before_cursor_execute": "statements", "begin": "begin",
+                    "commit": "commit", "rollback": "rollback"}
+
+
+class RoundTrips:
+    """Counts what each measured request sends the database: statements, BEGINs, COMMITs
+    and ROLLBACKs (SQLAlchemy's engine events)."""
+
+    def __init__(self, engine):
+        self.engine, self.seen = engine, {}
+        self.counters = {event_name: self._counter(kind)
+                         for event_name, kind in ROUND_TRIP_KINDS.items()}
+
+    def _counter(self, kind):
+        def count(*_args, **_kwargs):
+            self.seen[kind] = self.seen.get(kind, 0) + 1
+        return count
+
+    def __enter__(self):
+        for name, fn in self.counters.items():
+            event.listen(self.engine, name, fn)
+        return self
+
+    def __exit__(self, *exc):
+        for name, fn in self.counters.items():
+            event.remove(self.engine, name, fn)
+
+    def measure(self, call) -> dict:
+        self.seen = dict.fromkeys(ROUND_TRIP_KINDS.values(), 0)
+        call()
+        return dict(self.seen)
+
+
 def test_round_trips_per_vote_and_session_on_each_database(any_app):
     """Issue 11's budget: a vote in 5 statements and one transaction on PostgreSQL (its
     reads go on into the write: no ROLLBACK and second BEGIN between them), a session in at
     most 6; on SQLite the write begins afresh with BEGIN IMMEDIATE."""
-    from sqlalchemy import event
-
     with any_app.app_context():
         make_campaign()
         engine = db.engine
     any_app.config.update(VALIDATION_RATE=0.0, MIN_VOTE_MS={})
     client = any_app.test_client()
     token = new_session(client, {"criterion": "preference"}).json["voter_token"]
-    seen = {"statements": 0, "begin": 0, "commit": 0, "rollback": 0}
-
-    def counter(kind):
-        def count(*_args, **_kwargs):
-            seen[kind] += 1
-        return count
-
-    listeners = [("before_cursor_execute", counter("statements")),
-                 ("begin", counter("begin")), ("commit", counter("commit")),
-                 ("rollback", counter("rollback"))]
-    for name, fn in listeners:
-        event.listen(engine, name, fn)
-
-    def measure(call) -> dict:
-        for key in seen:
-            seen[key] = 0
-        call()
-        return dict(seen)
-
-    try:
-        body = {}
-        session = measure(lambda: body.update(new_session(
+    body, chosen = {}, {}
+    with RoundTrips(engine) as trips:
+        session = trips.measure(lambda: body.update(new_session(
             client, {"criterion": "preference"}, token=token).json))
-        votes = [measure(lambda t=task: client.post(
+        votes = [trips.measure(lambda t=task: client.post(
             f"/api/v1/tasks/{t['task_id']}/vote", json={"choice": "left"},
             headers=auth(token))) for task in body["tasks"]]
         # the most a session reads: the criterion chosen for the voter, and a gold pair
         any_app.config.update(VALIDATION_RATE=1.0)
-        chosen = {}
-        fullest = measure(lambda: chosen.update(new_session(client, {}, token=token).json))
-    finally:
-        for name, fn in listeners:
-            event.remove(engine, name, fn)
+        fullest = trips.measure(
+            lambda: chosen.update(new_session(client, {}, token=token).json))
     postgres = engine.dialect.name == "postgresql"
     for used in votes:
         if postgres:
@@ -271,3 +281,36 @@ def test_round_trips_per_vote_and_session_on_each_database(any_app):
         # the tasks loaded. At most: the criterion and a gold pair read besides.
         assert session == {"statements": 4, "begin": 2, "commit": 1, "rollback": 1}, session
         assert fullest["statements"] == 6 and fullest["commit"] == 1, fullest
+
+
+def test_round_trips_of_the_htmx_voter_flow_on_each_database(any_app):
+    """The phone's own flow: the start form issues a session without loading it back, the
+    session page and each vote's next card load the session once and mark the open task
+    shown in one statement."""
+    with any_app.app_context():
+        make_campaign()
+        engine = db.engine
+    any_app.config.update(VALIDATION_RATE=0.0, MIN_VOTE_MS={})
+    client = any_app.test_client()
+    form = {"csrf_token": csrf_token(client.get("/").text), "criterion": "preference"}
+    client.post("/start", data=form)  # (the voter is made)
+    replies = {}
+    with RoundTrips(engine) as trips:
+        start = trips.measure(lambda: replies.update(start=client.post("/start", data=form)))
+        page = trips.measure(lambda: replies.update(
+            page=client.get(replies["start"].headers["Location"])))
+        html, votes = replies["page"].text, []
+        while (task := task_id(html)) is not None:
+            votes.append(trips.measure(lambda t=task, h=html: replies.update(vote=client.post(
+                f"/t/{t}", data={"csrf_token": csrf_token(h), "choice": "left"},
+                headers={"HX-Request": "true"}))))
+            assert replies["vote"].status_code == 200
+            html = replies["vote"].text
+    assert len(votes) == 3 and "Thank you!" in html
+    if engine.dialect.name == "postgresql":
+        assert start["statements"] == 3 and page["statements"] == 3, (start, page)
+        assert all(used["statements"] <= 8 for used in votes), votes
+    else:
+        assert start["statements"] == 7 and page["statements"] == 5, (start, page)
+        # (BEGINs are statements there: the reads', the vote's and the card's)
+        assert all(used["statements"] <= 15 for used in votes), votes

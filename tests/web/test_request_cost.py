@@ -8,17 +8,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_request_cost_benchmark_prints_its_figures():
+@pytest.mark.parametrize("flow", [[], ["--html"]], ids=["api", "htmx"])
+def test_the_request_cost_benchmark_prints_its_figures(flow):
     done = subprocess.run(
         [sys.executable, "benchmarks/request_cost.py", "--prompts", "4", "--cycles", "6",
-         "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=8"],
+         "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=8", *flow],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
-    for name in ("session", "vote", "insert"):
+    for name in ("session", "vote", "insert", *(["page"] if flow else [])):
         row = re.search(rf"^\s+{name}\s+(\d+)\s+([\d.]+)\s+([\d.]+)", out, re.M)
         assert row and int(row[1]) > 0 and float(row[2]) > 0, out
     assert re.search(r"^\s+vote\s+18\s", out, re.M), out  # three votes per session
