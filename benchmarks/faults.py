@@ -43,24 +43,10 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
+from harness import free_port, instance_env
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def instance_env(instance: Path, url: str | None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
-    env.update({"ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench",
-                "ARENA_PSEUDONYM_KEY": "bench", "ARENA_RATELIMIT_ENABLED": "false",
-                "ARENA_MIN_VOTE_MS": "{}", "ARENA_REVEAL_WORD_MS": "0"})
-    if url:
-        env["ARENA_DATABASE_URL"] = url
-    return env
 
 
 def demo(env: dict) -> None:

@@ -29,7 +29,6 @@ import argparse  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 import signal  # noqa: E402
-import socket  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -40,6 +39,7 @@ from pathlib import Path  # noqa: E402
 
 import gevent  # noqa: E402
 import numpy as np  # noqa: E402
+from harness import free_port, instance_env  # noqa: E402
 from locust import HttpUser, events, task  # noqa: E402
 from locust.env import Environment  # noqa: E402
 
@@ -117,12 +117,6 @@ class CeilingUser(HttpUser):
         self.client.post("/vote", json={"choice": "left", "response_ms": 1500}, name="insert")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def wait_up(url: str, process: subprocess.Popen, log: Path, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -171,18 +165,6 @@ def drive(user, host: str, users: int, seconds: float) -> dict:
             "client_p50": entry.get_response_time_percentile(0.5),
         }
     return out
-
-
-def instance_env(instance: Path, url: str | None, settings=()) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
-    env.update({"ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench",
-                "ARENA_PSEUDONYM_KEY": "bench", "ARENA_RATELIMIT_ENABLED": "false",
-                "ARENA_MIN_VOTE_MS": "{}", "ARENA_SERVER_TIMING": "true",
-                "ARENA_REVEAL_WORD_MS": "0"})
-    if url:
-        env["ARENA_DATABASE_URL"] = url
-    env.update({f"ARENA_{key}": value for key, value in settings})
-    return env
 
 
 def run(label: str, url: str | None, args) -> None:

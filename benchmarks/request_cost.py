@@ -31,6 +31,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from harness import instance_env
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 DEMO = "Demo: DrawBench"
@@ -38,14 +40,7 @@ STATEMENTS = re.compile(r'sql;desc="statements";dur=(\d+)')
 
 
 def prepare(instance: Path, url: str | None, prompts: int, settings=()) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
-    env.update({"ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench",
-                "ARENA_PSEUDONYM_KEY": "bench", "ARENA_RATELIMIT_ENABLED": "false",
-                "ARENA_MIN_VOTE_MS": "{}", "ARENA_SERVER_TIMING": "true",
-                "ARENA_REVEAL_WORD_MS": "0", "ARENA_DEMO_PROMPTS": str(prompts)})
-    if url:
-        env["ARENA_DATABASE_URL"] = url
-    env.update({f"ARENA_{key}": value for key, value in settings})
+    env = instance_env(instance, url, settings, ARENA_DEMO_PROMPTS=str(prompts))
     for command in (["demo", "--votes", "0"], ["campaign", "fill-gold", DEMO]):
         subprocess.run([str(BIN / "arena"), *command], env=env, cwd=ROOT, check=True,
                        capture_output=True)

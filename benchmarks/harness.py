@@ -1,0 +1,40 @@
+"""What the benchmarks that start Arena share: the environment of a fresh instance, and a
+free port.
+
+Imported as ``harness`` by the scripts in this folder (``python benchmarks/x.py`` puts the
+folder first on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+# Rate limits stay on, as in production (the limiter's own work is part of every request),
+# at values no benchmark reaches: all of its voters come from one address.
+UNREACHED_LIMITS = {f"ARENA_{name}": "10000000/hour" for name in (
+    "RATE_LIMIT_SESSIONS", "RATE_LIMIT_VOTES", "RATE_LIMIT_NETWORK_SESSIONS",
+    "RATE_LIMIT_NETWORK_VOTES", "RATE_LIMIT_NEW_VOTERS")}
+
+
+def instance_env(instance: Path, url: str | None, settings=(), **extra: str) -> dict:
+    """The environment of an Arena instance in ``instance`` on database ``url`` (else
+    SQLite), for load: no pacing floor, no caption reveal to wait out, Server-Timing on,
+    rate limits that no benchmark reaches; then ``extra`` and ``settings`` ((KEY, VALUE)
+    pairs, each set as ARENA_KEY)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
+    env.update({"ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench",
+                "ARENA_PSEUDONYM_KEY": "bench", "ARENA_MIN_VOTE_MS": "{}",
+                "ARENA_SERVER_TIMING": "true", "ARENA_REVEAL_WORD_MS": "0",
+                **UNREACHED_LIMITS, **extra})
+    if url:
+        env["ARENA_DATABASE_URL"] = url
+    env.update({f"ARENA_{key}": value for key, value in settings})
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,29 @@
+"""Smoke test of benchmarks/ingest.py: Arena and the bare-INSERT ceiling are started, driven
+by locust and reported, on a tiny demo for two seconds (the README's figures come from the
+full run)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio():
+    done = subprocess.run(
+        [sys.executable, "benchmarks/ingest.py", "--only", "sqlite", "--seconds", "2",
+         "--users", "2", "--set", "DEMO_PROMPTS=12", "--set", "DEMO_IMAGES_PER_MODEL=2",
+         "--set", "GOLD_MAX_DAMAGED=8"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    for name in ("insert", "session", "vote"):
+        row = re.search(rf"^\s+{name}\s+([\d.]+)\s+(\d+)\s", out, re.M)
+        assert row and float(row[1]) > 0, out
+        assert int(row[2]) == 0, out  # no failures, the rate limiter on
+    ratio = re.search(r"votes/s ([\d.]+) against the bare INSERT's ([\d.]+)/s: ratio ([\d.]+)",
+                      out)
+    assert ratio and 0 < float(ratio[3]) < 5, out
