@@ -84,7 +84,9 @@ def replenish(*, voter_id: int, criterion: str, pool: int = 0,
     (:func:`arena.voting.matchmaking.gold_due`) and the campaign is under its cap; committed
     in a short write transaction. Returns the new pair, if any."""
     campaign_id = matchmaking.gold_due(voter_id, criterion, pool)
-    if campaign_id is None:
+    if campaign_id is None or _at_cap(db.session.get(Campaign, campaign_id), criterion):
+        # (checked again under the write lock; here so that a campaign at its cap renders
+        # no copy only to throw it away, after every gold answer)
         db.session.rollback()
         return None
     rng = rng if rng is not None else np.random.default_rng()

@@ -187,6 +187,33 @@ def test_damaged_copies_stop_at_their_cap(live, ctx):
         Comparison.criterion == "preference", Comparison.gold_kind == "damaged")) == 10
 
 
+def test_a_campaign_at_its_cap_renders_no_copy_only_to_throw_it_away(live, ctx, monkeypatch):
+    """The cap was checked only when the rendered copy was written: once a campaign held
+    GOLD_MAX_DAMAGED copies, every gold answer that found the gold over-served still
+    decoded, damaged and encoded an image (a quarter of a second of CPU) and threw it away.
+    Under load that was 82% of the worker's time (py-spy, benchmarks/ingest.py with a cap of
+    8) and throughput fell to a third. Every copy rendered is now a copy kept."""
+    have = db.session.scalar(select(func.count()).select_from(Comparison).where(
+        Comparison.criterion == "preference", Comparison.gold_kind == "damaged"))
+    ctx.config.update(VALIDATION_RATE=1.0, GOLD_MAX_DAMAGED=have + 2)
+    rendered = []
+    real_damage = gold.damage
+    monkeypatch.setattr(gold, "damage", lambda *a: rendered.append(1) or real_damage(*a))
+    rng = np.random.default_rng(6)
+    for voter in (new_voter() for _ in range(3)):
+        for _ in range(20):
+            try:
+                session = matchmaking.start_session(voter, rng, "preference")
+            except matchmaking.NoTasksAvailable:
+                break
+            for task in session.tasks:
+                answer(voter, task, "left")
+    made = db.session.scalar(select(func.count()).select_from(Comparison).where(
+        Comparison.criterion == "preference", Comparison.gold_kind == "damaged")) - have
+    assert made == 2  # (the cap was reached: the voter was due more)
+    assert len(rendered) == made
+
+
 def test_a_new_gold_copy_is_rendered_before_the_write_lock(live, ctx):
     """Under load a replenish that decoded, damaged and encoded an image inside BEGIN
     IMMEDIATE held SQLite's one write lock for the whole rendering: py-spy showed a quarter
