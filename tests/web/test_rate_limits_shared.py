@@ -4,12 +4,14 @@ through a limit of 60 with two workers, each counting in its own memory."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import stat
 import subprocess
 import threading
 import time
 
+from arena.cli.server import default_workers
 from arena.infra.ratelimit_store import SQLiteStorage, default_uri
 from tests.factories import make_campaign
 
@@ -58,16 +60,36 @@ def test_concurrent_increments_are_all_counted_and_windows_expire(tmp_path):
     assert stores[0].reset() == 1
 
 
-def test_serve_runs_several_workers_on_the_default_store_and_refuses_memory(tmp_path):
+def test_serve_runs_a_worker_per_core_on_the_default_store_and_one_on_memory(tmp_path):
+    """By default one process per CPU core (benchmarks/ingest.py: one worker left the second
+    core idle); limits kept in memory get one process, and asking for more is refused."""
     instance = tmp_path / "instance"
     port = free_port()
-    server = serve(instance, port, "--workers", "2")
+    server = serve(instance, port)
     try:
         assert wait_healthy(port, server)["status"] == 200
+        time.sleep(0.5)  # (every worker has said it booted)
     finally:
-        stop(server)
+        out = stop(server)
+    cores = os.cpu_count() or 1
+    assert f"with {cores} worker(s) x 4 threads" in out
+    assert out.count("Booting worker") == cores
     env = {**server_env(instance), "ARENA_RATELIMIT_STORAGE_URI": "memory://"}
+    port = free_port()
+    alone = subprocess.Popen([ARENA, "serve", "--port", str(port)], env=env, cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert wait_healthy(port, alone)["status"] == 200
+    finally:
+        out = stop(alone)
+    assert "with 1 worker(s)" in out and out.count("Booting worker") == 1
     refused = subprocess.run([ARENA, "serve", "--port", str(free_port()), "--workers", "2"],
                              env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0
     assert "each process counts on its own" in refused.stderr
+
+
+def test_the_default_worker_count_follows_the_cores_and_the_limit_store():
+    assert default_workers(True, cpus=8) == 8
+    assert default_workers(True, cpus=None) == (os.cpu_count() or 1)
+    assert default_workers(False, cpus=8) == 1
