@@ -2,7 +2,7 @@
 
     .venv/bin/pip install -e ".[bench]"          # locust
     .venv/bin/python benchmarks/ingest.py [--postgres URL] [--users 16] [--seconds 30]
-                                          [--workers 1] [--threads 4] [--html] [--cold]
+                                          [--workers CORES] [--threads 4] [--html] [--cold]
 
 For each database (SQLite, and PostgreSQL when ``--postgres`` names an empty database): a
 fresh instance with the demo campaign and its gold supply made ahead (``arena campaign
@@ -253,7 +253,8 @@ def main() -> None:
     parser.add_argument("--postgres", help="an empty PostgreSQL database URL")
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=30)
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="processes of each server (default: one per core, as arena serve)")
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--html", action="store_true", help="drive the htmx voter pages")
     parser.add_argument("--cold", action="store_true",
