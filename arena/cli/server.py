@@ -50,7 +50,7 @@ def demo_command(n_prompts, n_images, n_votes):
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True, type=int)
 @click.option("--workers", default=None, type=click.IntRange(1, 64),
-              help="Processes (default: one per CPU core, or one when rate limits are kept "
+              help="Processes (default: one per CPU core, at most 8; one when rate limits are kept "
               "in memory). They share the rate limits through the instance's "
               "ratelimits.sqlite3 (or Redis); not with RATELIMIT_STORAGE_URI=memory://.")
 @click.option("--threads", default=4, show_default=True, type=click.IntRange(1, 64),
@@ -104,11 +104,18 @@ def serve_command(host, port, workers, threads, pid_file):
 def default_workers(shared_limits: bool, cpus: int | None = None) -> int:
     """One process per CPU core: a process runs Python on one core at a time, and one
     worker left the second core of the 2-core dev machine idle (SQLite: 203 votes/s with
-    one worker, 386 with two; benchmarks/ingest.py). One when the rate limits are counted
-    in each process's memory, which several processes would pass N times over."""
+    one worker, 386 with two; benchmarks/ingest.py), at most ``MAX_DEFAULT_WORKERS``. One
+    when the rate limits are counted in each process's memory, which several processes
+    would pass N times over."""
     if not shared_limits:
         return 1
-    return max(1, cpus if cpus is not None else (os.cpu_count() or 1))
+    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
+    return max(1, min(cpus, MAX_DEFAULT_WORKERS))
+
+
+# each worker holds up to one database connection per thread: 8 x 4 threads stay well
+# inside PostgreSQL's default max_connections (100) on a many-core machine
+MAX_DEFAULT_WORKERS = 8
 
 
 # gunicorn's default starts with the client's address (and ends with its user agent): the

@@ -91,5 +91,6 @@ def test_serve_runs_a_worker_per_core_on_the_default_store_and_one_on_memory(tmp
 
 def test_the_default_worker_count_follows_the_cores_and_the_limit_store():
     assert default_workers(True, cpus=8) == 8
+    assert default_workers(True, cpus=64) == 8  # (within PostgreSQL's default connections)
     assert default_workers(True, cpus=None) == (os.cpu_count() or 1)
     assert default_workers(False, cpus=8) == 1
