@@ -192,7 +192,8 @@ def test_a_campaign_at_its_cap_renders_no_copy_only_to_throw_it_away(live, ctx, 
     GOLD_MAX_DAMAGED copies, every gold answer that found the gold over-served still
     decoded, damaged and encoded an image (a quarter of a second of CPU) and threw it away.
     Under load that was 82% of the worker's time (py-spy, benchmarks/ingest.py with a cap of
-    8) and throughput fell to a third. Every copy rendered is now a copy kept."""
+    8) and throughput fell to a third. Every copy rendered is now a copy kept (before: 18
+    renders for 2 kept here)."""
     have = db.session.scalar(select(func.count()).select_from(Comparison).where(
         Comparison.criterion == "preference", Comparison.gold_kind == "damaged"))
     ctx.config.update(VALIDATION_RATE=1.0, GOLD_MAX_DAMAGED=have + 2)
@@ -211,7 +212,7 @@ def test_a_campaign_at_its_cap_renders_no_copy_only_to_throw_it_away(live, ctx, 
     made = db.session.scalar(select(func.count()).select_from(Comparison).where(
         Comparison.criterion == "preference", Comparison.gold_kind == "damaged")) - have
     assert made == 2  # (the cap was reached: the voter was due more)
-    assert len(rendered) == made
+    assert len(rendered) <= made  # (a pair may reuse a copy made for another criterion)
 
 
 def test_a_new_gold_copy_is_rendered_before_the_write_lock(live, ctx):
