@@ -109,8 +109,16 @@ def default_workers(shared_limits: bool, cpus: int | None = None) -> int:
     would pass N times over."""
     if not shared_limits:
         return 1
-    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
+    cpus = cpus if cpus is not None else usable_cpus()
     return max(1, min(cpus, MAX_DEFAULT_WORKERS))
+
+
+def usable_cpus() -> int:
+    """The cores this process may run on (a container's or taskset's share, not the
+    machine's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
 
 
 # each worker holds up to one database connection per thread: 8 x 4 threads stay well

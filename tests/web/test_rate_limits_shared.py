@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from arena.cli.server import default_workers
+from arena.cli.server import default_workers, usable_cpus
 from arena.infra.ratelimit_store import SQLiteStorage, default_uri
 from tests.factories import make_campaign
 
@@ -71,7 +71,7 @@ def test_serve_runs_a_worker_per_core_on_the_default_store_and_one_on_memory(tmp
         time.sleep(0.5)  # (every worker has said it booted)
     finally:
         out = stop(server)
-    cores = os.cpu_count() or 1
+    cores = min(usable_cpus(), 8)
     assert f"with {cores} worker(s) x 4 threads" in out
     assert out.count("Booting worker") == cores
     env = {**server_env(instance), "ARENA_RATELIMIT_STORAGE_URI": "memory://"}
@@ -92,5 +92,6 @@ def test_serve_runs_a_worker_per_core_on_the_default_store_and_one_on_memory(tmp
 def test_the_default_worker_count_follows_the_cores_and_the_limit_store():
     assert default_workers(True, cpus=8) == 8
     assert default_workers(True, cpus=64) == 8  # (within PostgreSQL's default connections)
-    assert default_workers(True, cpus=None) == (os.cpu_count() or 1)
+    assert default_workers(True, cpus=None) == min(usable_cpus(), 8)
+    assert 1 <= usable_cpus() <= (os.cpu_count() or 1)
     assert default_workers(False, cpus=8) == 1
