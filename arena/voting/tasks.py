@@ -115,7 +115,8 @@ def card(voter: Voter | None, session: int | str, *, present: bool = True,
 
         def write():
             with write_transaction(after_reads=True, keep_loaded=True):
-                db.session.execute(_show_statement(), {"p_task": task_id, "p_now": now})
+                db.session.execute(_first_time_statement("shown_at"),
+                                   {"p_task": task_id, "p_now": now})
 
         retry_on_lock(write)
         set_committed_value(task, "shown_at", now)
@@ -123,11 +124,13 @@ def card(voter: Voter | None, session: int | str, *, present: bool = True,
 
 
 @cache
-def _show_statement():
-    task = Task.__table__.c
+def _first_time_statement(column: str):
+    """Task ``p_task``'s timestamp ``column`` set to ``p_now`` unless it is set already
+    (when the task was first shown, its caption first confirmed)."""
+    task, stamp = Task.__table__.c, Task.__table__.c[column]
     return (update(Task.__table__)
-            .where(task.id == param("p_task", task.id), task.shown_at.is_(None))
-            .values(shown_at=param("p_now", task.shown_at)))
+            .where(task.id == param("p_task", task.id), stamp.is_(None))
+            .values({column: param("p_now", stamp)}))
 
 
 def caption_of(task: Task) -> str | None:
@@ -197,18 +200,11 @@ def confirm_read(voter: Voter, task_id: int, now: datetime | None = None) -> Tas
         with write_transaction(after_reads=True):
             if not pacing.try_turn(voter_id, now, reveal):  # another action raced this one
                 raise _still_revealing(reveal)
-            db.session.execute(_confirm_statement(), {"p_task": task_id, "p_now": now})
+            db.session.execute(_first_time_statement("read_confirmed_at"),
+                               {"p_task": task_id, "p_now": now})
 
     retry_on_lock(write)
     return task  # (expired by the commit: what the caller reads of it is read afresh)
-
-
-@cache
-def _confirm_statement():
-    task = Task.__table__.c
-    return (update(Task.__table__)
-            .where(task.id == param("p_task", task.id), task.read_confirmed_at.is_(None))
-            .values(read_confirmed_at=param("p_now", task.read_confirmed_at)))
 
 
 def skip(voter: Voter, task_id: int, now: datetime | None = None) -> Task:
