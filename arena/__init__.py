@@ -120,16 +120,17 @@ def configure_proxies(app: Flask) -> None:
 
 
 def configure_extensions(app: Flask) -> None:
-    from arena.extensions import compress, csrf, db, limiter
+    from arena.extensions import compress, csrf, db
     from arena.infra import (
         database,  # noqa: F401  (registers the SQLite engine hooks)
         ratelimit_store,  # noqa: F401  (registers arena+sqlite://)
     )
     from arena.infra.storage import LocalStorage
+    from arena.web import limits
 
     db.init_app(app)
     csrf.init_app(app)
-    limiter.init_app(app)
+    limits.init_app(app)
     compress.init_app(app)  # HTML, CSS, JS, JSON; never images (their bytes are the blinding)
     from arena.web import i18n
 

@@ -115,7 +115,9 @@ class Defaults:
     # None: a SQLite file in the instance folder, shared by this machine's processes
     # (arena.infra.ratelimit_store); redis://127.0.0.1:6379 when several machines serve
     RATELIMIT_STORAGE_URI = None
+    RATELIMIT_ENABLED = True  # arena.web.limits
     RATELIMIT_HEADERS_ENABLED = True
+    RATELIMIT_KEY_PREFIX = ""  # before every counter's key (several apps on one Redis)
     # Redis (or memcached) down: count in each process's memory meanwhile, with a warning in
     # the log, and go back to the shared store on its own when it answers again
     RATELIMIT_IN_MEMORY_FALLBACK_ENABLED = True
@@ -126,6 +128,7 @@ class Defaults:
     RATE_LIMIT_NETWORK_VOTES = "6000/hour"
     RATE_LIMIT_NEW_VOTERS = "30/hour"  # new identities per network, on every route
     RATE_LIMIT_UPLOADS = "5000/hour"
+    RATE_LIMIT_SIGN_IN = "20/hour"  # owner and operator sign-in forms, per network
     # seconds one upload request (the form without JavaScript posts every file at once)
     # spends storing files; the rest are listed as not processed, to send again
     UPLOAD_REQUEST_SECONDS = 20

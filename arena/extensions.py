@@ -1,8 +1,6 @@
 """Extension singletons, bound to the app in ``create_app`` with ``init_app``."""
 
-from flask import current_app, request
 from flask_compress import Compress
-from flask_limiter import Limiter
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect
 from sqlalchemy import MetaData
@@ -22,15 +20,6 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-def client_network() -> str:
-    """Default rate-limit key: a keyed hash of the client's network (see
-    arena.infra.network), so no raw IP reaches the limiter's storage."""
-    from arena.infra.network import network_hash
-
-    return "n:" + network_hash(current_app.config["SECRET_KEY"], request.remote_addr)
-
-
 db = SQLAlchemy(model_class=Base)
 csrf = CSRFProtect()
 compress = Compress()
-limiter = Limiter(key_func=client_network)

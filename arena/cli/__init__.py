@@ -107,7 +107,6 @@ COMMAND_SUMMARIES = {
     "import": "Import a model's images from a folder or a .zip.",
     "import-prompts": "Import a prompt set from a CSV/TSV (Prompt, Category columns) or JSON lines "
                       "file.",
-    "limiter": "Flask-Limiter maintenance & utility commands",
     "model": "Models taking part.",
     "owner": "Model owner accounts.",
     "rank": "Rank models with Bradley-Terry or Elo, with 95% intervals and rank sets.",

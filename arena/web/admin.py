@@ -16,8 +16,8 @@ from arena.accounts import signins, tokens
 from arena.campaigns import campaigns
 from arena.config import CRITERIA
 from arena.errors import Invalid
-from arena.extensions import limiter
 from arena.voting import image_reports
+from arena.web import limits
 from arena.web.errors import renders_errors
 from arena.web.presenters import reported_image_url
 from arena.web.requests import int_arg
@@ -69,7 +69,7 @@ def _done(notice: str):
 
 
 @bp.post("/sign-in")
-@limiter.limit("20/hour")
+@limits.per_network("RATE_LIMIT_SIGN_IN")
 def sign_in():
     row = tokens.check_token((request.form.get("token") or "").strip(), role="operator")
     if row is None:

@@ -10,7 +10,7 @@ kind (see :mod:`arena.web.errors`); every view parses, calls a service and seria
 from __future__ import annotations
 
 import numpy as np
-from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
+from flask import Blueprint, Response, jsonify, request, stream_with_context
 from flask_babel import gettext
 
 from arena.accounts import owners, tokens
@@ -20,7 +20,7 @@ from arena.analysis.tallies import CLUSTERS, SLICE_ARGS, slice_from_args, win_ma
 from arena.catalog import ingest, prompts, registry
 from arena.config import QUESTIONS, check_criterion
 from arena.errors import Invalid
-from arena.extensions import csrf, limiter
+from arena.extensions import csrf
 from arena.hype import reports, runs
 from arena.infra import health
 from arena.voting import image_reports, matchmaking, tasks, voters, votes
@@ -221,7 +221,7 @@ def register_model():
 
 
 @bp.post("/models/<name>/images")
-@limiter.limit(lambda: current_app.config["RATE_LIMIT_UPLOADS"])
+@limits.per_network("RATE_LIMIT_UPLOADS")
 def upload_image(name: str):
     """One image per request (multipart: ``image``, ``prompt_id``)."""
     model = registry.owned_model(owners.require_owner(bearer_token()), name)

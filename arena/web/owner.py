@@ -22,7 +22,7 @@ from flask import (
 
 from arena.accounts import owners, signins
 from arena.catalog import ingest, registry
-from arena.extensions import limiter
+from arena.web import limits
 from arena.web.errors import renders_errors
 from arena.web.requests import is_htmx
 
@@ -61,7 +61,7 @@ def home():
 
 
 @bp.post("/sign-in")
-@limiter.limit("20/hour")
+@limits.per_network("RATE_LIMIT_SIGN_IN")
 def sign_in():
     owner = owners.owner_by_token((request.form.get("token") or "").strip())
     if owner is None:
@@ -114,7 +114,7 @@ def _upload_refused(exc, status: int, name: str):
 
 @bp.post("/models/<name>/upload")
 @owner_required
-@limiter.limit(lambda: current_app.config["RATE_LIMIT_UPLOADS"])
+@limits.per_network("RATE_LIMIT_UPLOADS")
 @renders_errors(lambda exc, status, name: _upload_refused(exc, status, name))
 def upload(name: str):
     model = registry.owned_model(g.owner, name)
