@@ -20,8 +20,10 @@ in its own Python (benchmarks/request_cost.py). Each limit has one bucket per ke
 ``Retry-After``; every limited response says ``X-RateLimit-Limit`` and
 ``X-RateLimit-Remaining`` of its tightest limit. A request one limit refuses is not
 counted by the limits after it. When the store fails (Redis down), each
-process counts in its own memory meanwhile, logs it, and tries the store again after 1, 2,
-4, ... up to 60 seconds.
+process counts in its own memory meanwhile, logs it, and tries the store again with a real
+increment after 1, 2, 4, ... up to 60 seconds; with ``RATELIMIT_IN_MEMORY_FALLBACK_ENABLED``
+off, limited requests get 503 meanwhile. ``X-RateLimit-Reset`` comes with a 429 only (on
+other responses it would cost a read of the store per limit).
 """
 
 from __future__ import annotations
@@ -38,12 +40,16 @@ from limits import RateLimitItem, parse_many
 from limits.storage import MemoryStorage, Storage, storage_from_string
 from werkzeug.exceptions import TooManyRequests
 
+from arena.errors import Unavailable
 from arena.infra.network import network_hash
 from arena.voting import voters
 from arena.web.requests import bearer_token
 
 log = logging.getLogger(__name__)
 MAX_RETRY_SECONDS = 60
+SETTINGS = {"RATELIMIT_ENABLED", "RATELIMIT_STORAGE_URI", "RATELIMIT_STORAGE_OPTIONS",
+            "RATELIMIT_KEY_PREFIX", "RATELIMIT_HEADERS_ENABLED",
+            "RATELIMIT_IN_MEMORY_FALLBACK_ENABLED"}
 
 
 def shared_storage(uri: str) -> bool:
@@ -58,46 +64,52 @@ class Counters:
         self.store: Storage = storage_from_string(uri, **(options or {}))
         self.fallback = MemoryStorage() if fallback else None
         self.lock = threading.Lock()
-        self.failed_at: float | None = None  # when the store last failed, while it is down
-        self.retry_after = 1.0
+        self.down_since: float | None = None  # while the store is failing
+        self.next_try = 0.0
+        self.wait = 1.0
 
-    def incr(self, key: str, expiry: int) -> int:
-        if self.failed_at is not None and not self._recovered():
-            return self.fallback.incr(key, expiry)
+    def incr(self, key: str, expiry: int) -> tuple[int, Storage]:
+        """The key's count after this request, and the store that counted it."""
+        if not self._worth_trying():
+            return self.fallback.incr(key, expiry), self.fallback
         try:
-            return self.store.incr(key, expiry)
+            count = self.store.incr(key, expiry)
         except Exception as exc:
+            self._failed(exc)
             if self.fallback is None:
-                raise
+                raise Unavailable("rate limits cannot be counted right now: please retry "
+                                  "in a few seconds", retry_after_ms=5000) from exc
+            return self.fallback.incr(key, expiry), self.fallback
+        if self.down_since is not None:
             with self.lock:
-                if self.failed_at is None:
-                    log.warning("Rate limit storage unreachable (%s) - falling back to "
-                                "in-memory storage", exc)
-                    self.retry_after = 1.0
-                self.failed_at = time.monotonic()
-            return self.fallback.incr(key, expiry)
+                if self.down_since is not None:
+                    log.warning("Rate limit storage recovered: counting in it again")
+                    self.down_since = None
+        return count, self.store
 
-    def _recovered(self) -> bool:
+    def _worth_trying(self) -> bool:
+        """Whether to use the store: it is up, or it is time to try it again (one thread
+        of the process tries; a real increment is the probe, so a store that answers a
+        ping but cannot count stays down and is tried less and less often)."""
+        if self.down_since is None or self.fallback is None:
+            return True
         with self.lock:
-            if time.monotonic() - self.failed_at < self.retry_after:
-                return False
-            self.failed_at = time.monotonic()  # one process thread probes at a time
-            self.retry_after = min(2 * self.retry_after, MAX_RETRY_SECONDS)
-        try:
-            alive = self.store.check()
-        except Exception:
-            alive = False
-        if alive:
-            log.warning("Rate limit storage recovered: counting in it again")
-            self.failed_at = None
-        return alive
+            now = time.monotonic()
+            if self.down_since is None or now >= self.next_try:
+                self.next_try = now + self.wait
+                return True
+            return False
 
-    def expiry(self, key: str) -> float:
-        store = self.fallback if self.failed_at is not None else self.store
-        try:
-            return store.get_expiry(key)
-        except Exception:
-            return time.time() + 1
+    def _failed(self, exc: Exception) -> None:
+        with self.lock:
+            if self.down_since is None:
+                log.warning("Rate limit storage unreachable (%s) - falling back to "
+                            "in-memory storage", exc)
+                self.down_since = time.monotonic()
+                self.wait = 1.0
+            else:
+                self.wait = min(2 * self.wait, MAX_RETRY_SECONDS)
+            self.next_try = time.monotonic() + self.wait
 
 
 def init_app(app: Flask) -> None:
@@ -106,8 +118,14 @@ def init_app(app: Flask) -> None:
         config["RATELIMIT_STORAGE_URI"], config.get("RATELIMIT_IN_MEMORY_FALLBACK_ENABLED", True),
         config.get("RATELIMIT_STORAGE_OPTIONS"))
 
+    ignored = sorted(k for k in config if k.startswith("RATELIMIT_") and k not in SETTINGS)
+    if ignored:
+        log.warning("Ignored rate-limit settings (Flask-Limiter's, not Arena's): %s",
+                    ", ".join(ignored))
+
     @app.after_request
     def rate_limit_headers(response):
+        g.pop("arena_identity", None)
         tightest = g.pop("arena_rate_limit", None)
         if tightest is not None and current_app.config.get("RATELIMIT_HEADERS_ENABLED", True):
             item, count = tightest
@@ -132,14 +150,21 @@ def check(text: str, key: str, scope: str) -> None:
     prefix = current_app.config.get("RATELIMIT_KEY_PREFIX") or ""
     for item in _parsed(text):
         bucket = item.key_for(prefix, key, scope) if prefix else item.key_for(key, scope)
-        count = counters.incr(bucket, item.get_expiry())
+        count, store = counters.incr(bucket, item.get_expiry())
         tightest = g.get("arena_rate_limit")
         if tightest is None or item.amount - count < tightest[0].amount - tightest[1]:
             g.arena_rate_limit = (item, count)
         if count > item.amount:
-            g.arena_retry_after = max(1, math.ceil(counters.expiry(bucket) - time.time()))
+            g.arena_retry_after = max(1, math.ceil(_window_end(store, bucket) - time.time()))
             log.info("rate limit %s exceeded on %s", item, scope)
             raise TooManyRequests()
+
+
+def _window_end(store: Storage, bucket: str) -> float:
+    try:
+        return store.get_expiry(bucket)
+    except Exception:  # (the store failed since it counted): a second's wait
+        return time.time() + 1
 
 
 def _limited(setting: str, key_func, scope: str | None = None, exempt_when=None):

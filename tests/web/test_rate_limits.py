@@ -4,7 +4,11 @@ and where, on the default store (the instance's SQLite counter file)."""
 from __future__ import annotations
 
 import sqlite3
+from typing import ClassVar
 
+from limits.storage import MemoryStorage
+
+from arena.web.limits import Counters
 from tests.factories import make_campaign, make_owner
 
 from .helpers import csrf_token
@@ -85,3 +89,59 @@ def test_guessing_owner_tokens_is_limited_per_network(make_app):
     response = client.post("/owner/sign-in", data={"csrf_token": csrf_token(html),
                                                    "token": token})
     assert response.status_code == 429 and "Retry-After" in response.headers
+
+
+class FlakyStorage(MemoryStorage):
+    """A store that answers its ping but cannot count while ``down`` (a full or locked
+    disk, a Redis that accepts connections and refuses writes)."""
+
+    STORAGE_SCHEME: ClassVar[list[str]] = ["arena-test-flaky"]
+    down = True
+
+    def incr(self, key, expiry, amount=1):
+        if FlakyStorage.down:
+            raise ConnectionError("the store refuses writes")
+        return super().incr(key, expiry, amount)
+
+    def check(self):
+        return True
+
+
+def test_a_failing_store_is_tried_less_and_less_often_then_used_again(caplog):
+    counters = Counters("arena-test-flaky://", fallback=True)
+    FlakyStorage.down = True
+    waits = []
+    with caplog.at_level("WARNING"):
+        for _ in range(5):
+            count, store = counters.incr("k", 60)
+            assert store is counters.fallback  # still counted: in this process's memory
+            waits.append(counters.wait)
+            counters.incr("k", 60)  # before the next try: not even attempted
+            counters.next_try = 0  # (time passes)
+        assert waits == [1, 2, 4, 8, 16]
+        assert caplog.text.count("falling back to in-memory storage") == 1
+        assert "recovered" not in caplog.text  # a ping that succeeds is not a recovery
+        FlakyStorage.down = False
+        count, store = counters.incr("k", 60)
+    assert store is counters.store and count == 1 and counters.down_since is None
+    assert caplog.text.count("Rate limit storage recovered") == 1
+
+
+def test_without_the_fallback_a_failing_store_refuses_with_503(make_app):
+    FlakyStorage.down = True
+    app = make_app(RATELIMIT_ENABLED=True, RATELIMIT_STORAGE_URI="arena-test-flaky://",
+                   RATELIMIT_IN_MEMORY_FALLBACK_ENABLED=False)
+    with app.app_context():
+        make_campaign()
+    response = app.test_client().post("/api/v1/sessions")
+    assert response.status_code == 503
+    assert "rate limits cannot be counted" in response.json["error"]
+    assert response.json["retry_after_ms"] == 5000
+    FlakyStorage.down = False
+    assert app.test_client().post("/api/v1/sessions").status_code == 201
+
+
+def test_settings_of_flask_limiter_are_named_as_ignored(make_app, caplog):
+    with caplog.at_level("WARNING"):
+        make_app(RATELIMIT_DEFAULT="1/second")
+    assert "Ignored rate-limit settings" in caplog.text and "RATELIMIT_DEFAULT" in caplog.text
