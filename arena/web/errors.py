@@ -24,6 +24,7 @@ from arena.errors import (
     kind_of,
 )
 from arena.extensions import db
+from arena.web.requests import is_htmx
 
 STATUS = {
     Invalid: 400,
@@ -49,7 +50,9 @@ def error_response(status: int, message: str, **extra):
     """The one shape of an error: ``{"error": message, ...}`` on the API, the page elsewhere."""
     if wants_json():
         return jsonify(error=message, **extra), status
-    return render_template("error.html", status=status, message=message), status
+    # htmx swaps the answer where the voting card was: the card alone, not a page in a page
+    template = "_error_card.html" if is_htmx() else "error.html"
+    return render_template(template, status=status, message=message), status
 
 
 def renders_errors(render):

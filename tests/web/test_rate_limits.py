@@ -11,7 +11,7 @@ from limits.storage import MemoryStorage
 from arena.web.limits import Counters
 from tests.factories import make_campaign, make_owner
 
-from .helpers import csrf_token
+from .helpers import csrf_token, task_id
 
 
 def _counters(tmp_path) -> dict[str, int]:
@@ -145,3 +145,24 @@ def test_settings_of_flask_limiter_are_named_as_ignored(make_app, caplog):
     with caplog.at_level("WARNING"):
         make_app(RATELIMIT_DEFAULT="1/second")
     assert "Ignored rate-limit settings" in caplog.text and "RATELIMIT_DEFAULT" in caplog.text
+
+
+def test_an_htmx_vote_over_the_limit_gets_a_card_not_a_whole_page(make_app):
+    app = make_app(RATELIMIT_ENABLED=True, RATE_LIMIT_VOTES="1/hour", VALIDATION_RATE=0.0,
+                   MIN_VOTE_MS={})
+    with app.app_context():
+        make_campaign()
+    client = app.test_client()
+    form = {"csrf_token": csrf_token(client.get("/").text), "criterion": "preference"}
+    html = client.get(client.post("/start", data=form).headers["Location"]).text
+    replies = []
+    for _ in range(2):
+        replies.append(client.post(f"/t/{task_id(html)}", headers={"HX-Request": "true"},
+                                   data={"csrf_token": csrf_token(html), "choice": "left"}))
+        html = replies[-1].text if replies[-1].status_code == 200 else html
+    assert [r.status_code for r in replies] == [200, 429]
+    card = replies[1].text
+    # swapped where the voting card was: the card alone, no second page inside the page
+    assert card.lstrip().startswith("<section") and "<html" not in card
+    assert "Too many requests" in card and 'href="/"' in card
+    assert "Retry-After" in replies[1].headers
