@@ -16,6 +16,10 @@ prints per endpoint the median and p99 time and the SQL statements per request, 
 votes one core could take per second against the inserts it could take: the ceiling's ratio
 with no load generator in the way (a session and a caption confirmation are requests too,
 so a vote costs more than its own request).
+
+``--paired KEY=VALUE`` measures what one setting costs instead: the same flow in one process,
+with and without it, alternating (eight rounds of ``--cycles``/8 sessions each, so drift of a
+noisy machine falls on both), e.g. ``--paired RATELIMIT_ENABLED=false`` for the rate limiter.
 """
 
 from __future__ import annotations
@@ -164,6 +168,26 @@ def report(label: str, times: dict, statements: dict, ceiling: list[float],
           f"ratio {insert / per_vote:.2f} (goal >= 0.5)")
 
 
+def paired(env: dict, html: bool, cycles: int, key: str, value: str) -> None:
+    """Server time per vote with the instance's settings and with ``key=value``, in
+    alternating rounds in this process."""
+    drive = drive_html if html else drive_arena
+    variants = {"as set": env, f"{key}={value}": {**env, f"ARENA_{key}": value}}
+    per_vote: dict = defaultdict(list)
+    for _ in range(8):
+        for name, variant in variants.items():
+            os.environ.pop(f"ARENA_{key}", None)
+            times, _ = drive(variant, max(1, cycles // 8))
+            per_vote[name].append(sum(sum(v) for v in times.values()) / len(times["vote"]))
+    base, other = (statistics.median(per_vote[name]) for name in variants)
+    print(f"\nserver time per vote, median of 8 alternating rounds of {max(1, cycles // 8)} "
+          f"sessions{' (htmx pages)' if html else ''}:")
+    for name in variants:
+        print(f"  {name:30s} {statistics.median(per_vote[name]):6.2f} ms  "
+              f"(rounds {min(per_vote[name]):.2f}-{max(per_vote[name]):.2f})")
+    print(f"  the settings as set cost {100 * (base / other - 1):+.1f}% against {key}={value}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--postgres", help="an empty PostgreSQL database URL (else SQLite)")
@@ -174,9 +198,15 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         type=lambda text: tuple(text.split("=", 1)),
                         help="an Arena setting for the run, e.g. VALIDATION_RATE=0")
+    parser.add_argument("--paired", metavar="KEY=VALUE",
+                        type=lambda text: tuple(text.split("=", 1)),
+                        help="the server time per vote with and without this setting")
     args = parser.parse_args()
     instance = Path(tempfile.mkdtemp(prefix="arena-cost-"))
     env = prepare(instance, args.postgres, args.prompts, args.set)
+    if args.paired:
+        paired(env, args.html, args.cycles, *args.paired)
+        return
     times, statements = (drive_html if args.html else drive_arena)(env, args.cycles)
     ceiling_url = args.postgres or f"sqlite:///{instance / 'ceiling.sqlite3'}"
     ceiling = drive_ceiling(ceiling_url, 3 * args.cycles)

@@ -27,3 +27,16 @@ def test_the_request_cost_benchmark_prints_its_figures(flow):
     assert re.search(r"^\s+vote\s+18\s", out, re.M), out  # three votes per session
     ratio = re.search(r"ratio ([\d.]+) \(goal >= 0.5\)", out)
     assert ratio and 0 < float(ratio[1]) < 5, out
+
+
+def test_the_request_cost_benchmark_pairs_a_setting():
+    done = subprocess.run(
+        [sys.executable, "benchmarks/request_cost.py", "--prompts", "4", "--cycles", "8",
+         "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=8",
+         "--paired", "RATELIMIT_ENABLED=false"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = re.findall(r"^\s+(as set|RATELIMIT_ENABLED=false)\s+([\d.]+) ms", done.stdout, re.M)
+    assert [name for name, _ in rows] == ["as set", "RATELIMIT_ENABLED=false"], done.stdout
+    assert all(float(ms) > 0 for _, ms in rows)
+    assert re.search(r"cost [+-][\d.]+% against RATELIMIT_ENABLED=false", done.stdout)
