@@ -12,6 +12,9 @@ ensure_venv() {
     echo "Installing Arena${extras:+ with [$extras]} into .venv ..."
     .venv/bin/python -m pip install --quiet --upgrade pip
     .venv/bin/python -m pip install --quiet -e "$spec"
+    # packages Arena no longer uses that would still hook into it from an older .venv
+    # (Flask-Limiter registers a `limiter` command in every Flask app)
+    .venv/bin/python -m pip uninstall --quiet --yes flask-limiter 2>/dev/null || true
     rm -f .venv/.installed-*-"${extras:-base}"
     touch "$stamp"
   fi
