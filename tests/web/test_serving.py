@@ -153,8 +153,14 @@ def test_a_killed_master_can_be_restarted_with_the_readme_command(tmp_path):
 
     second = serve(instance, port)
     try:
-        assert wait_healthy(port, second, timeout=30)["status"] == 200
+        # (an old worker may still answer a request that reached it in the instant its
+        # master died, before the new master has written its pid: wait for that too)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (
+                pid_file.exists() and pid_file.read_text().strip() == str(second.pid)):
+            time.sleep(0.1)
         assert int(pid_file.read_text()) == second.pid
+        assert wait_healthy(port, second, timeout=30)["status"] == 200
         deadline = time.monotonic() + 5
         while not all(_gone(w) for w in workers) and time.monotonic() < deadline:
             time.sleep(0.1)
