@@ -187,12 +187,16 @@ def run(label: str, url: str | None, args) -> None:
         stdout=serve_log.open("w"), stderr=subprocess.STDOUT)
     ceiling_url = url or f"sqlite:///{instance / 'ceiling.sqlite3'}"
     ceiling_port = free_port()
+    ceiling_env = {**os.environ, "CEILING_DATABASE_URL": ceiling_url}
+    # its table made once, before the workers: two workers creating it at once met
+    # "database is locked" on SQLite (a read transaction turned writer does not wait)
+    subprocess.run([sys.executable, "-c", "import benchmarks.ceiling"], env=ceiling_env,
+                   cwd=ROOT, check=True)
     ceiling = subprocess.Popen(
         [str(BIN / "gunicorn"), "--workers", str(args.workers), "--threads", str(args.threads),
          "--access-logfile", "-",  # as arena serve does
          "--bind", f"127.0.0.1:{ceiling_port}", "benchmarks.ceiling:app"],
-        env={**os.environ, "CEILING_DATABASE_URL": ceiling_url}, cwd=ROOT,
-        stdout=ceiling_log.open("w"), stderr=subprocess.STDOUT)
+        env=ceiling_env, cwd=ROOT, stdout=ceiling_log.open("w"), stderr=subprocess.STDOUT)
     try:
         wait_up(f"http://127.0.0.1:{port}/api/v1/health", serve, serve_log)
         wait_up(f"http://127.0.0.1:{ceiling_port}/healthz", ceiling, ceiling_log)
