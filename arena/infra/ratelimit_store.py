@@ -3,10 +3,10 @@ store (``arena+sqlite:///INSTANCE/ratelimits.sqlite3``), so ``arena serve --work
 counts each limit once without Redis. With ``memory://`` each process counted on its own,
 and a limit of 60 an hour let ~120 through with two workers (the operations audit).
 
-A `limits <https://limits.readthedocs.io>`_ storage for the fixed-window strategy
-(Flask-Limiter's default): one row per key with its count and when its window ends. The
-counters are not worth an fsync (``synchronous=OFF``: a power cut may forget the last
-seconds of counts, never corrupt the file); WAL lets readers and the one writer overlap.
+A `limits <https://limits.readthedocs.io>`_ storage for fixed windows (what arena.web.limits
+counts in): one row per key with its count and when its window ends. The counters are
+not worth an fsync (``synchronous=OFF``: a power cut may forget the last seconds of counts,
+never corrupt the file); WAL lets readers and the one writer overlap.
 Several machines share limits through Redis (``RATELIMIT_STORAGE_URI=redis://...``).
 """
 
