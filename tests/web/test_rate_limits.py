@@ -19,12 +19,18 @@ def _counters(tmp_path) -> dict[str, int]:
         return dict(db.execute("SELECT key, count FROM counter"))
 
 
-def test_a_client_is_told_its_budget_and_when_to_come_back(make_app, tmp_path):
-    app = make_app(RATELIMIT_ENABLED=True, RATE_LIMIT_SESSIONS="3/minute",
-                   RATE_LIMIT_NETWORK_SESSIONS="100/minute")
+def _client_of_campaign(make_app, **config):
+    """A test client of an app with these settings and a campaign to vote in."""
+    app = make_app(**config)
     with app.app_context():
         make_campaign()
-    client = app.test_client()
+    return app.test_client()
+
+
+def test_a_client_is_told_its_budget_and_when_to_come_back(make_app, tmp_path):
+    client = _client_of_campaign(make_app, RATELIMIT_ENABLED=True,
+                                 RATE_LIMIT_SESSIONS="3/minute",
+                                 RATE_LIMIT_NETWORK_SESSIONS="100/minute")
     seen = []
     for _ in range(4):
         response = client.post("/api/v1/sessions")
@@ -40,10 +46,8 @@ def test_a_client_is_told_its_budget_and_when_to_come_back(make_app, tmp_path):
 
 
 def test_every_limit_of_a_setting_counts_and_the_tightest_refuses(make_app, tmp_path):
-    app = make_app(RATELIMIT_ENABLED=True, RATE_LIMIT_SESSIONS="100/hour;2/minute")
-    with app.app_context():
-        make_campaign()
-    client = app.test_client()
+    client = _client_of_campaign(make_app, RATELIMIT_ENABLED=True,
+                                 RATE_LIMIT_SESSIONS="100/hour;2/minute")
     codes = [client.post("/api/v1/sessions").status_code for _ in range(3)]
     assert codes == [201, 201, 429]
     counts = _counters(tmp_path)
@@ -56,20 +60,15 @@ def test_every_limit_of_a_setting_counts_and_the_tightest_refuses(make_app, tmp_
 
 
 def test_same_limits_per_voter_and_per_network_are_two_buckets(make_app, tmp_path):
-    app = make_app(RATELIMIT_ENABLED=True, RATE_LIMIT_SESSIONS="3/minute",
-                   RATE_LIMIT_NETWORK_SESSIONS="3/minute")
-    with app.app_context():
-        make_campaign()
-    client = app.test_client()
+    client = _client_of_campaign(make_app, RATELIMIT_ENABLED=True,
+                                 RATE_LIMIT_SESSIONS="3/minute",
+                                 RATE_LIMIT_NETWORK_SESSIONS="3/minute")
     # a client without a token is keyed on its network by both limits
     assert [client.post("/api/v1/sessions").status_code for _ in range(4)] == [201] * 3 + [429]
 
 
 def test_a_disabled_limiter_counts_nothing(make_app, tmp_path):
-    app = make_app(RATELIMIT_ENABLED=False, RATE_LIMIT_SESSIONS="1/minute")
-    with app.app_context():
-        make_campaign()
-    client = app.test_client()
+    client = _client_of_campaign(make_app, RATELIMIT_ENABLED=False, RATE_LIMIT_SESSIONS="1/minute")
     assert [client.post("/api/v1/sessions").status_code for _ in range(3)] == [201] * 3
     path = tmp_path / "instance" / "ratelimits.sqlite3"
     assert not path.exists() or _counters(tmp_path) == {}
@@ -148,11 +147,8 @@ def test_settings_of_flask_limiter_are_named_as_ignored(make_app, caplog):
 
 
 def test_an_htmx_vote_over_the_limit_gets_a_card_not_a_whole_page(make_app):
-    app = make_app(RATELIMIT_ENABLED=True, RATE_LIMIT_VOTES="1/hour", VALIDATION_RATE=0.0,
-                   MIN_VOTE_MS={})
-    with app.app_context():
-        make_campaign()
-    client = app.test_client()
+    client = _client_of_campaign(make_app, RATELIMIT_ENABLED=True, RATE_LIMIT_VOTES="1/hour",
+                                 VALIDATION_RATE=0.0, MIN_VOTE_MS={})
     form = {"csrf_token": csrf_token(client.get("/").text), "criterion": "preference"}
     html = client.get(client.post("/start", data=form).headers["Location"]).text
     replies = []
