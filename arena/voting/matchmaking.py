@@ -34,6 +34,7 @@ from arena.config import CRITERIA, check_criterion
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import end_reads, param, retry_on_lock, write_transaction
+from arena.infra.prepared import run
 from arena.models import Comparison, Task, Voter, VotingSession, utcnow
 
 # Sent (voter_id=, criterion=, pool=) when a voter has answered a gold pair: the campaigns
@@ -132,7 +133,7 @@ def next_comparisons(
     chosen: list = []
     floor = -1
     while len(chosen) < count:
-        picked = db.session.execute(query, {
+        picked = run(query, {
             "p_voter": voter_id, "p_pool": pool, "p_floor": floor,
             "p_limit": count - len(chosen), "p_start": int(rng.integers(0, 2**31))}).all()
         if not picked:
@@ -151,8 +152,7 @@ def pick_validation(voter_id: int, criterion: str, rng, pool: int = 0):
     """A gold pair (a row of ``PICKED``) of ``criterion`` this voter has not met, uniformly
     among those put in the fewest sessions so far: none stands out by being shown more
     often. One statement."""
-    rows = db.session.execute(_validation_query(criterion),
-                              {"p_voter": voter_id, "p_pool": pool}).all()
+    rows = run(_validation_query(criterion), {"p_voter": voter_id, "p_pool": pool}).all()
     return rows[int(rng.integers(len(rows)))] if rows else None
 
 
@@ -171,10 +171,10 @@ def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
     when no new pair is due (see arena.campaigns.gold)."""
     freshest_regular, least_issued_gold = _gold_due_queries(criterion)
     values = {"p_voter": voter_id, "p_pool": pool}
-    regular = db.session.execute(freshest_regular, values).first()
+    regular = run(freshest_regular, values).first()
     if regular is None:
         return None
-    least_issued = db.session.scalar(least_issued_gold, values)
+    least_issued = run(least_issued_gold, values).scalar()
     if least_issued is None or least_issued > regular.issued:
         return regular.campaign_id
     return None
@@ -192,7 +192,7 @@ def _gold_due_queries(criterion: str) -> tuple:
 def _criteria_state(voter_id: int, pool: int) -> tuple[list[str], str | None]:
     """The criteria with work left for this voter, and the criterion of their last session,
     in one statement (an EXISTS per criterion walks ix_comparison_queue)."""
-    row = db.session.execute(_criteria_query(), {"p_voter": voter_id, "p_pool": pool}).one()
+    row = run(_criteria_query(), {"p_voter": voter_id, "p_pool": pool}).first()
     return [c for c in CRITERIA if getattr(row, c)], row.last
 
 
@@ -294,9 +294,9 @@ def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
             values.update(p_positions=list(range(len(items))),
                           p_lefts=[left for left, _ in sides],
                           p_rights=[right for _, right in sides])
-            return db.session.execute(combined, values).first()[0], public_id
+            return run(combined, values).first()[0], public_id
         insert_session, count_issued, insert_tasks = _issue_statements(combined=False)
-        session_id = db.session.execute(insert_session, values).inserted_primary_key[0]
+        session_id = run(insert_session, values).lastrowid
         db.session.execute(count_issued, values)
         db.session.execute(insert_tasks, [
             {**values, "p_session": session_id, "p_comparison": comparison.id,

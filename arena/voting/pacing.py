@@ -22,8 +22,8 @@ from functools import cache
 
 from sqlalchemy import case, or_, update
 
-from arena.extensions import db
 from arena.infra.database import param
+from arena.infra.prepared import run
 from arena.models import Voter
 
 _VOTER = Voter.__table__.c
@@ -57,10 +57,10 @@ def take_turn(voter_id: int, now: datetime, floor_ms: int, also: tuple = (),
     paced, fallback = _turn(also)
     values = {"p_voter": voter_id, "p_now": now,
               "p_earliest": now - timedelta(milliseconds=max(floor_ms, 0)), **params}
-    if db.session.execute(paced, values).rowcount:
+    if run(paced, values).rowcount:
         return True
     values.pop("p_earliest")
-    db.session.execute(fallback, values)
+    run(fallback, values)
     return False
 
 
@@ -68,6 +68,6 @@ def try_turn(voter_id: int, now: datetime, floor_ms: int) -> bool:
     """In the caller's write transaction: record an action at ``now`` only if ``floor_ms``
     passed since the previous one (a caption may be confirmed only then)."""
     paced, _ = _turn()
-    return bool(db.session.execute(paced, {
+    return bool(run(paced, {
         "p_voter": voter_id, "p_now": now,
         "p_earliest": now - timedelta(milliseconds=floor_ms)}).rowcount)

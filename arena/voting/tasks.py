@@ -24,6 +24,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import param, retry_on_lock, write_transaction
+from arena.infra.prepared import run
 from arena.models import Comparison, Task, Voter, VotingSession, utcnow
 from arena.voting import matchmaking, pacing
 
@@ -115,7 +116,7 @@ def card(voter: Voter | None, session: int | str, *, present: bool = True,
 
         def write():
             with write_transaction(after_reads=True, keep_loaded=True):
-                db.session.execute(_first_time_statement("shown_at"),
+                run(_first_time_statement("shown_at"),
                                    {"p_task": task_id, "p_now": now})
 
         retry_on_lock(write)
@@ -200,7 +201,7 @@ def confirm_read(voter: Voter, task_id: int, now: datetime | None = None) -> Tas
         with write_transaction(after_reads=True):
             if not pacing.try_turn(voter_id, now, reveal):  # another action raced this one
                 raise _still_revealing(reveal)
-            db.session.execute(_first_time_statement("read_confirmed_at"),
+            run(_first_time_statement("read_confirmed_at"),
                                {"p_task": task_id, "p_now": now})
 
     retry_on_lock(write)

@@ -30,6 +30,7 @@ from arena.infra.database import (
     retry_on_lock,
     write_transaction,
 )
+from arena.infra.prepared import run
 from arena.models import (
     Comparison,
     EloRating,
@@ -203,7 +204,7 @@ def _context(voter: Voter, task_id: int):
     ------
     TaskNotFound, NotYourTask
     """
-    row = db.session.execute(_context_query(), {"p_task": task_id}).first()
+    row = run(_context_query(), {"p_task": task_id}).first()
     if row is None:
         raise TaskNotFound(f"no task {task_id}")
     if row.voter_id != voter.id:
@@ -272,7 +273,7 @@ def _record(ballot: Ballot, params: EloParams) -> None:
         # (the unique task_id refuses a concurrent duplicate at the INSERT: all of it, then)
         for statement in _writes(counted=not ballot.flags, rated=ballot.rated,
                                  combined=postgres):
-            db.session.execute(statement, values)
+            run(statement, values)
 
 
 _VOTE_COLUMNS = ("task_id", "voter_id", "comparison_id", "criterion", "choice",
@@ -326,7 +327,7 @@ def _ratings_query():
 
 def _lock_ratings(ballot: Ballot) -> dict[int, float]:
     """The two models' current ratings, their rows locked (in model-id order) until commit."""
-    ratings = dict(db.session.execute(_ratings_query(), {
+    ratings = dict(run(_ratings_query(), {
         "p_criterion": ballot.criterion, "p_winner": ballot.winner_model_id,
         "p_loser": ballot.loser_model_id}).all())
     if len(ratings) != 2:
