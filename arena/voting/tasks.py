@@ -116,8 +116,7 @@ def card(voter: Voter | None, session: int | str, *, present: bool = True,
 
         def write():
             with write_transaction(after_reads=True, keep_loaded=True):
-                run(_first_time_statement("shown_at"),
-                                   {"p_task": task_id, "p_now": now})
+                run(_first_time_statement("shown_at"), {"p_task": task_id, "p_now": now})
 
         retry_on_lock(write)
         set_committed_value(task, "shown_at", now)
@@ -201,8 +200,7 @@ def confirm_read(voter: Voter, task_id: int, now: datetime | None = None) -> Tas
         with write_transaction(after_reads=True):
             if not pacing.try_turn(voter_id, now, reveal):  # another action raced this one
                 raise _still_revealing(reveal)
-            run(_first_time_statement("read_confirmed_at"),
-                               {"p_task": task_id, "p_now": now})
+            run(_first_time_statement("read_confirmed_at"), {"p_task": task_id, "p_now": now})
 
     retry_on_lock(write)
     return task  # (expired by the commit: what the caller reads of it is read afresh)
