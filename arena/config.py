@@ -137,10 +137,12 @@ class Defaults:
     # Server-Timing headers (the app's time and SQL statement count per request), for
     # benchmarks/ingest.py and for profiling a deployment; off by default.
     SERVER_TIMING = False
-    # The vote path's statements on the database driver's cursor (arena.infra.prepared);
-    # false runs them through SQLAlchemy's execution instead: the same SQL, 15-20% more
-    # server time per vote (benchmarks/request_cost.py --paired PREPARED_STATEMENTS=false),
-    # a way out should a driver version disagree with it.
+    # The vote path's statements on the database driver's cursor (arena.infra.prepared),
+    # and on SQLite a request's write begun on its reads' connection
+    # (arena.infra.database.write_transaction); false runs them through SQLAlchemy's
+    # execution and pool instead: the same SQL, about 20% more server time per vote
+    # (benchmarks/request_cost.py --paired PREPARED_STATEMENTS=false), a way out should a
+    # driver version disagree with it.
     PREPARED_STATEMENTS = True
     # Flask-Compress: whole responses only. Its streaming mode drops the response's close()
     # (a static file stayed open until garbage collection; an export's generator would

@@ -17,15 +17,18 @@ from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from typing import TypeVar
 
+from flask import current_app
 from sqlalchemy import bindparam, case, event, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
 from arena.errors import NotFound
 from arena.extensions import db
+from arena.infra.prepared import run
 
 T = TypeVar("T")
 _SQLITE_BEGIN = "arena_sqlite_begin"
+_CHANGES = "arena_sqlite_changes"  # the connection's total_changes when its transaction began
 
 
 @event.listens_for(Engine, "connect")
@@ -64,6 +67,7 @@ def _sqlite_on_begin(conn):
         return
     mode = conn.get_execution_options().get(_SQLITE_BEGIN, "DEFERRED")
     conn.exec_driver_sql(f"BEGIN {mode}")
+    conn.info[_CHANGES] = conn.connection.dbapi_connection.total_changes
 
 
 # SQLite has one writer at a time, and a writer that finds the lock taken sleeps in its
@@ -92,10 +96,13 @@ def write_transaction(after_reads: bool = False, keep_loaded: bool = False):
     expire = session.expire_on_commit
     session.expire_on_commit = expire and not keep_loaded
     try:
-        if session.in_transaction() and (sqlite or not after_reads):
+        restart = sqlite and after_reads and _reads_only(session)
+        if session.in_transaction() and (sqlite or not after_reads) and not restart:
             session.commit()
         with _sqlite_writer if sqlite else nullcontext():
-            if sqlite:
+            if restart:
+                _restart_as_writer(session, keep_loaded)
+            elif sqlite:
                 session.connection(execution_options={_SQLITE_BEGIN: "IMMEDIATE"})
             try:
                 yield session
@@ -115,8 +122,46 @@ def end_reads() -> None:
     the writes: under READ COMMITTED every statement sees what is committed, and the rows
     written are locked as they are written, so the only difference is two round trips
     saved (a ROLLBACK and a BEGIN, of about eight per vote)."""
-    if db.engine.dialect.name == "sqlite":
+    if db.engine.dialect.name == "sqlite" and not _reads_only(db.session()):
         db.session.rollback()
+
+
+# On SQLite a write transaction after reads used to give the connection back to the pool and
+# take it again to BEGIN IMMEDIATE: SQLAlchemy's rollback, pool check-in (another rollback),
+# check-out and begin were 30% of a vote request's server time (py-spy on
+# benchmarks/request_cost.py). When the reads wrote nothing, the same connection ends them
+# and begins the write itself: ROLLBACK and BEGIN IMMEDIATE on the driver, SQLAlchemy's
+# transaction (and the session's) going on around them; the commit at the end is the same.
+_ROLLBACK, _BEGIN_IMMEDIATE = text("ROLLBACK"), text("BEGIN IMMEDIATE")
+
+
+def _reads_only(session) -> bool:
+    """True when ``session`` is in a transaction on SQLite that has read and written nothing
+    (no pending ORM change, no row changed on its connection since it began), and the
+    driver's shortcuts are on (``PREPARED_STATEMENTS``)."""
+    if not session.in_transaction() or not current_app.config["PREPARED_STATEMENTS"]:
+        return False
+    if session.new or session.deleted or session.dirty:
+        return False
+    connection = session.connection()
+    begun = connection.info.get(_CHANGES)
+    return begun is not None and connection.connection.dbapi_connection.total_changes == begun
+
+
+def _restart_as_writer(session, keep_loaded: bool) -> None:
+    """End the read transaction of ``session`` and begin an immediate one on its connection
+    (see :func:`_reads_only`). Loaded objects expire as a commit would expire them, unless
+    ``keep_loaded``. On failure (the lock not had within the busy timeout) the session is
+    rolled back and the error raised, as SQLAlchemy wraps it."""
+    try:
+        if session.connection().connection.dbapi_connection.in_transaction:
+            run(_ROLLBACK)
+        run(_BEGIN_IMMEDIATE)
+    except BaseException:
+        session.rollback()
+        raise
+    if not keep_loaded:
+        session.expire_all()
 
 
 def retry_on_lock(fn: Callable[[], T], attempts: int = 5) -> T:
