@@ -63,12 +63,14 @@ def mask_name(stage: HypeStage, index: int) -> str:
     return name_for("m", stage.id, f"x{index}")
 
 
-def task_sizes(task: Task) -> tuple[int, ...]:
-    """The sizes a task's two images are offered at: those no larger than the smaller
-    image's short side (the smallest size always). Upscaling one side only would make its
-    large variant compress differently from its small one, and a script comparing the two
-    could tell a low-resolution model apart; offering both sides the same sizes, none of
-    them upscaled for the sharper one, leaves nothing to compare."""
+def task_sizes(task) -> tuple[int, ...]:
+    """The sizes a task's two images are offered at (``task`` an ORM task or a shown one,
+    :class:`arena.voting.shown.ShownTask`: its ``left_image`` and ``right_image`` have a
+    width and a height): those no larger than the smaller image's short side (the smallest
+    size always). Upscaling one side only would make its large variant compress differently
+    from its small one, and a script comparing the two could tell a low-resolution model
+    apart; offering both sides the same sizes, none of them upscaled for the sharper one,
+    leaves nothing to compare."""
     sizes = sorted(current_app.config["PRESENT_SIZES"])
     sides = [img for img in (task.left_image, task.right_image) if img is not None]
     native = min((min(i.width or 0, i.height or 0) for i in sides), default=0)

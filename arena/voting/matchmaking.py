@@ -230,11 +230,12 @@ def start_session(
     return _loaded_session(_issue_session(voter, rng, criterion, shown)[0])
 
 
-def issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None = None
-                  ) -> str:
-    """Issue a session (:func:`_issue_session`) for a page that shows it at its own address:
-    only its public id comes back, nothing is read again."""
-    return _issue_session(voter, rng, criterion, shown=False)[1]
+def issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None = None, *,
+                  shown: bool = False) -> str:
+    """Issue a session (:func:`_issue_session`): only its public id comes back, nothing is
+    read again (a page shows it at its own address; the API reads it as
+    :func:`arena.voting.shown.session` gives it)."""
+    return _issue_session(voter, rng, criterion, shown)[1]
 
 
 def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None,
@@ -350,18 +351,16 @@ def _issue_statements(*, combined: bool) -> tuple:
 
 
 def _loaded_session(session_id: int) -> VotingSession:
-    """The session with everything a voter is shown of its tasks, in one statement."""
-    return db.session.scalars(loaded_session_query("id"), {"p_session": session_id}
+    """The session with its tasks, their comparisons and captions and both images of each,
+    as ORM objects, in one statement."""
+    return db.session.scalars(_loaded_session_query(), {"p_session": session_id}
                               ).unique().one()
 
 
 @cache
-def loaded_session_query(key: str):
-    """The session whose ``key`` ("id" or "public_id") is ``p_session``, with its tasks,
-    their comparisons and captions and both images of each: one statement."""
-    column = getattr(VotingSession, key)
+def _loaded_session_query():
     return (select(VotingSession)
-            .where(column == param("p_session", column))
+            .where(VotingSession.id == param("p_session", VotingSession.id))
             .options(joinedload(VotingSession.tasks).options(
                 joinedload(Task.comparison).joinedload(Comparison.prompt),
                 joinedload(Task.left_image), joinedload(Task.right_image))))

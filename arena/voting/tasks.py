@@ -12,21 +12,21 @@ captioned task that was not confirmed (``ReadNotConfirmed``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cache
 
 from flask import current_app
 from sqlalchemy import select, update
 from sqlalchemy.orm import joinedload
-from sqlalchemy.orm.attributes import set_committed_value
 
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import param, retry_on_lock, write_transaction
 from arena.infra.prepared import run
-from arena.models import Comparison, Task, Voter, VotingSession, utcnow
-from arena.voting import matchmaking, pacing
+from arena.models import Comparison, Task, Voter, utcnow
+from arena.voting import matchmaking, pacing, shown
+from arena.voting.shown import ShownSession, ShownTask
 
 
 class TaskNotFound(NotFound):
@@ -66,26 +66,28 @@ def _owned_query():
             .options(joinedload(Task.comparison).joinedload(Comparison.prompt)))
 
 
-def for_display(task_id: int) -> Task:
-    """Task ``task_id`` with everything a voter is shown of it (its session and that
-    session's tasks, its comparison and caption, both images) loaded in two statements."""
-    return db.session.scalars(
-        select(Task).where(Task.id == task_id).options(
-            joinedload(Task.comparison).joinedload(Comparison.prompt),
-            joinedload(Task.left_image), joinedload(Task.right_image),
-            joinedload(Task.session).selectinload(VotingSession.tasks))).one()
+def for_display(task_id: int) -> tuple[ShownSession, ShownTask]:
+    """Task ``task_id`` as its voter is shown it, with its session (one statement).
+
+    Raises
+    ------
+    TaskNotFound
+    """
+    loaded = shown.session_of_task(task_id)
+    if loaded is None:
+        raise TaskNotFound(f"no task {task_id}")
+    return loaded, loaded.task(task_id)
 
 
 @dataclass(frozen=True)
 class Card:
-    """A session as the voter's card shows it: the session with every task's comparison,
-    caption and images loaded; ``task`` the open one (the first not answered or skipped),
-    None once the session is done; ``following`` the one after it, whose images the page
-    fetches ahead."""
+    """A session as the voter's card shows it (:mod:`arena.voting.shown`); ``task`` the
+    open one (the first not answered or skipped), None once the session is done;
+    ``following`` the one after it, whose images the page fetches ahead."""
 
-    session: VotingSession
-    task: Task | None
-    following: Task | None
+    session: ShownSession
+    task: ShownTask | None
+    following: ShownTask | None
 
 
 def card(voter: Voter | None, session: int | str, *, present: bool = True,
@@ -93,22 +95,19 @@ def card(voter: Voter | None, session: int | str, *, present: bool = True,
     """Session ``session`` (its id, or its public id), which must be ``voter``'s, as the
     card shows it, in one statement. With ``present`` its open task is recorded as on the
     voter's screen from ``now`` unless it was before (the reveal of a caption starts then):
-    one more statement, after which nothing loaded is read again.
+    one more statement.
 
     Raises
     ------
     SessionNotFound, NotYourSession
     """
-    key = "id" if isinstance(session, int) else "public_id"
-    loaded = db.session.scalars(matchmaking.loaded_session_query(key),
-                                {"p_session": session}).unique().one_or_none()
+    loaded = shown.session(session)
     if loaded is None:
         raise matchmaking.SessionNotFound("no such session")
     if voter is None or loaded.voter_id != voter.id:
         raise matchmaking.NotYourSession("this session belongs to another browser: start "
                                          "your own from the home page")
-    waiting = [t for t in sorted(loaded.tasks, key=lambda t: t.position)
-               if t.answered_at is None]
+    waiting = [t for t in loaded.tasks if t.answered_at is None]
     task = waiting[0] if waiting else None
     if present and task is not None and task.shown_at is None:
         now = now or utcnow()
@@ -119,7 +118,7 @@ def card(voter: Voter | None, session: int | str, *, present: bool = True,
                 run(_first_time_statement("shown_at"), {"p_task": task_id, "p_now": now})
 
         retry_on_lock(write)
-        set_committed_value(task, "shown_at", now)
+        task = replace(task, shown_at=now)
     return Card(loaded, task, waiting[1] if len(waiting) > 1 else None)
 
 

@@ -10,23 +10,22 @@ from flask_babel import gettext
 
 from arena.catalog.presentation import name_for, task_image_name, task_sizes
 from arena.config import QUESTIONS
-from arena.models import Task
-from arena.voting.tasks import caption_of, reveal_ms
+from arena.voting.shown import ShownTask
+from arena.voting.tasks import reveal_ms
 from arena.web.images import image_url, image_urls
 
 API_TASK_FIELDS = ("task_id", "prompt", "reveal_ms", "left", "right")
 
 
-def task_view(task: Task, external: bool = False) -> dict:
+def task_view(task: ShownTask, external: bool = False) -> dict:
     """The task as the voter sees it. ``prompt`` is the caption of an alignment task (else
     None); ``reveal_ms`` how long its word-by-word reveal lasts, after which the server
     accepts the confirmation that it was read; ``needs_reading`` whether that is still due."""
-    criterion = task.session.criterion
-    caption = caption_of(task)
+    criterion, caption = task.criterion, task.caption
     return {
         "task_id": task.id,
         "position": task.position + 1,
-        "total": len(task.session.tasks),
+        "total": task.total,
         "criterion": criterion,
         "question": gettext(QUESTIONS[criterion]),
         "prompt": caption,
@@ -38,7 +37,7 @@ def task_view(task: Task, external: bool = False) -> dict:
     }
 
 
-def _side(task: Task, side: str, external: bool) -> dict:
+def _side(task: ShownTask, side: str, external: bool) -> dict:
     """One side's image: the smallest size as ``url``, every size in ``urls`` (for a
     srcset), all under a name made for this task alone."""
     urls = image_urls(task_image_name(task, side), external, sizes=task_sizes(task))
@@ -48,7 +47,7 @@ def _side(task: Task, side: str, external: bool) -> dict:
             "srcset": ", ".join(f"{url} {size}w" for size, url in urls.items())}
 
 
-def preload_view(task: Task | None) -> list[dict]:
+def preload_view(task: ShownTask | None) -> list[dict]:
     """What the page fetches ahead, at low priority, while the voter looks at the current
     task: the next task's two images (the same srcset, so the browser picks the variant the
     next card will show). Nothing for the last task of a session."""
@@ -57,7 +56,7 @@ def preload_view(task: Task | None) -> list[dict]:
     return [_side(task, side, external=False) for side in ("left", "right")]
 
 
-def api_task(task: Task) -> dict:
+def api_task(task: ShownTask) -> dict:
     view = task_view(task, external=True)
     task = {k: view[k] for k in API_TASK_FIELDS}
     for side in ("left", "right"):

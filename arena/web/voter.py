@@ -162,8 +162,8 @@ def show_session(public_id: str):
 
 def _render_report(task_id: int, error: str | None = None, status: int = 200):
     """The report card of a task: which image, and what is wrong with it."""
-    task = tasks.for_display(task_id)
-    context = {"task": task_view(task), "session_id": task.session.public_id,
+    voting_session, task = tasks.for_display(task_id)
+    context = {"task": task_view(task), "session_id": voting_session.public_id,
                "reasons": image_reports.REASONS, "error": error,
                "card_template": "voter/_report.html"}
     template = "voter/_report.html" if is_htmx() else "voter/session.html"

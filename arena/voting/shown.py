@@ -1,0 +1,114 @@
+"""What a voter is shown of a session: its tasks in order, each with its caption and the
+sizes of its two images, read in one statement as plain values.
+
+The card of every htmx vote and the JSON API's new session are built from this. Loaded as
+ORM objects (the session, its tasks, their comparisons, captions and images, joined) the
+same statement cost 250 µs per card in SQLAlchemy's row handling; as rows through
+:func:`arena.infra.prepared.run`, 30 µs (benchmarks/request_cost.py, one process).
+Whatever the voter may see of a task is decided from these values by
+:mod:`arena.web.presenters`, for the pages and the API alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from typing import NamedTuple
+
+from sqlalchemy import and_, case, select
+
+from arena.infra.database import param
+from arena.infra.prepared import run
+from arena.models import Comparison, Image, Prompt, Task, VotingSession
+
+
+class ImageSize(NamedTuple):
+    width: int | None
+    height: int | None
+
+
+@dataclass(frozen=True)
+class ShownTask:
+    """One task of a session as its voter is shown it. ``caption`` is the prompt of an
+    alignment task (the read gate's caption), else None; ``total`` the session's task
+    count."""
+
+    id: int
+    session_id: int
+    position: int
+    total: int
+    criterion: str
+    caption: str | None
+    shown_at: datetime | None
+    read_confirmed_at: datetime | None
+    answered_at: datetime | None
+    left_image: ImageSize
+    right_image: ImageSize
+
+
+@dataclass(frozen=True)
+class ShownSession:
+    id: int
+    public_id: str
+    voter_id: int
+    criterion: str
+    tasks: tuple[ShownTask, ...]  # by position
+
+    def task(self, task_id: int) -> ShownTask | None:
+        return next((t for t in self.tasks if t.id == task_id), None)
+
+
+def session(key: int | str) -> ShownSession | None:
+    """The session whose id (``key`` an int) or public id (a str) is ``key``, or None."""
+    by = "id" if isinstance(key, int) else "public_id"
+    return _shown(run(_query(by), {"p_key": key}).all())
+
+
+def session_of_task(task_id: int) -> ShownSession | None:
+    """The session task ``task_id`` belongs to, or None."""
+    return _shown(run(_query("task"), {"p_key": task_id}).all())
+
+
+def _shown(rows: list) -> ShownSession | None:
+    if not rows:
+        return None
+    first = rows[0]
+    rows = [row for row in rows if row.id is not None]  # (a session without tasks: none)
+    tasks = tuple(ShownTask(
+        id=row.id, session_id=row.session_id, position=row.position, total=len(rows),
+        criterion=row.criterion, caption=row.caption, shown_at=row.shown_at,
+        read_confirmed_at=row.read_confirmed_at, answered_at=row.answered_at,
+        left_image=ImageSize(row.left_width, row.left_height),
+        right_image=ImageSize(row.right_width, row.right_height)) for row in rows)
+    return ShownSession(id=first.session_id, public_id=first.public_id,
+                        voter_id=first.voter_id, criterion=first.criterion, tasks=tasks)
+
+
+@cache
+def _query(by: str):
+    """The session's tasks with their captions and image sizes, one row each, by position;
+    ``by`` "id", "public_id" or "task" (the session of task ``p_key``)."""
+    session, task = VotingSession.__table__.c, Task.__table__.c
+    comparison, prompt = Comparison.__table__.c, Prompt.__table__.c
+    left, right = Image.__table__.alias("left_image"), Image.__table__.alias("right_image")
+    if by == "task":
+        owner = select(task.session_id).where(task.id == param("p_key", task.id))
+        where = session.id == owner.scalar_subquery()
+    else:
+        where = session[by] == param("p_key", session[by])
+    # the read gate's caption, as arena.voting.tasks.caption_of decides it
+    caption = case((and_(comparison.criterion == "alignment", prompt.id.is_not(None)),
+                    prompt.text))
+    joined = (VotingSession.__table__
+              .outerjoin(Task.__table__, task.session_id == session.id)
+              .outerjoin(Comparison.__table__, comparison.id == task.comparison_id)
+              .outerjoin(Prompt.__table__, prompt.id == comparison.prompt_id)
+              .outerjoin(left, left.c.id == task.left_image_id)
+              .outerjoin(right, right.c.id == task.right_image_id))
+    return (select(session.id.label("session_id"), session.public_id, session.voter_id,
+                   session.criterion, task.id, task.position, task.shown_at,
+                   task.read_confirmed_at, task.answered_at, caption.label("caption"),
+                   left.c.width.label("left_width"), left.c.height.label("left_height"),
+                   right.c.width.label("right_width"), right.c.height.label("right_height"))
+            .select_from(joined).where(where).order_by(task.position))
