@@ -85,6 +85,14 @@ def _shown(rows: list) -> ShownSession | None:
                         voter_id=first.voter_id, criterion=first.criterion, tasks=tasks)
 
 
+def caption_column(comparison, prompt):
+    """The read gate's caption in SQL, as :func:`arena.voting.tasks.caption_of` decides it
+    for an ORM task: the prompt's text for an alignment comparison with a prompt, else NULL
+    (``comparison`` and ``prompt`` the columns of their tables, the prompt outer-joined)."""
+    return case((and_(comparison.criterion == "alignment", prompt.id.is_not(None)),
+                 prompt.text))
+
+
 @cache
 def _query(by: str):
     """The session's tasks with their captions and image sizes, one row each, by position;
@@ -97,9 +105,7 @@ def _query(by: str):
         where = session.id == owner.scalar_subquery()
     else:
         where = session[by] == param("p_key", session[by])
-    # the read gate's caption, as arena.voting.tasks.caption_of decides it
-    caption = case((and_(comparison.criterion == "alignment", prompt.id.is_not(None)),
-                    prompt.text))
+    caption = caption_column(comparison, prompt)
     joined = (VotingSession.__table__
               .outerjoin(Task.__table__, task.session_id == session.id)
               .outerjoin(Comparison.__table__, comparison.id == task.comparison_id)

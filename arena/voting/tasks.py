@@ -18,13 +18,12 @@ from functools import cache
 
 from flask import current_app
 from sqlalchemy import select, update
-from sqlalchemy.orm import joinedload
 
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import param, retry_on_lock, write_transaction
 from arena.infra.prepared import run
-from arena.models import Comparison, Task, Voter, utcnow
+from arena.models import Comparison, Prompt, Task, Voter, VotingSession, utcnow
 from arena.voting import matchmaking, pacing, shown
 from arena.voting.shown import ShownSession, ShownTask
 
@@ -45,14 +44,17 @@ class StillRevealing(Conflict):
     """A confirmation that came before the caption's reveal could have ended."""
 
 
-def owned_task(voter: Voter, task_id: int) -> Task:
-    """Task ``task_id``, which must have been issued to ``voter``.
+def owned_task(voter: Voter, task_id: int):
+    """Task ``task_id``, which must have been issued to ``voter``, as one row: ``id``,
+    ``voter_id``, ``session_id``, ``session_public_id``, ``left_image_id``,
+    ``right_image_id``, ``shown_at``, ``read_confirmed_at``, ``answered_at`` and ``caption``
+    (:func:`arena.voting.shown.caption_column`).
 
     Raises
     ------
     TaskNotFound, NotYourTask
     """
-    task = db.session.scalar(_owned_query(), {"p_task": task_id})
+    task = run(_owned_query(), {"p_task": task_id}).first()
     if task is None:
         raise TaskNotFound(f"no task {task_id}")
     if task.voter_id != voter.id:
@@ -62,8 +64,17 @@ def owned_task(voter: Voter, task_id: int) -> Task:
 
 @cache
 def _owned_query():
-    return (select(Task).where(Task.id == param("p_task", Task.id))
-            .options(joinedload(Task.comparison).joinedload(Comparison.prompt)))
+    task, session = Task.__table__.c, VotingSession.__table__.c
+    comparison, prompt = Comparison.__table__.c, Prompt.__table__.c
+    return (select(task.id, task.voter_id, task.session_id,
+                   session.public_id.label("session_public_id"), task.left_image_id,
+                   task.right_image_id, task.shown_at, task.read_confirmed_at,
+                   task.answered_at, shown.caption_column(comparison, prompt).label("caption"))
+            .select_from(Task.__table__
+                         .join(VotingSession.__table__, session.id == task.session_id)
+                         .join(Comparison.__table__, comparison.id == task.comparison_id)
+                         .outerjoin(Prompt.__table__, prompt.id == comparison.prompt_id))
+            .where(task.id == param("p_task", task.id)))
 
 
 def for_display(task_id: int) -> tuple[ShownSession, ShownTask]:
@@ -134,7 +145,8 @@ def _first_time_statement(column: str):
 
 def caption_of(task: Task) -> str | None:
     """The caption a voter must read before choosing: the prompt of an alignment task.
-    (Through the task's relationships: free when the session was loaded with them.)"""
+    (Through the task's relationships: free when the session was loaded with them. The
+    same rule in SQL: :func:`arena.voting.shown.caption_column`.)"""
     comparison = task.comparison
     if comparison.criterion != "alignment" or comparison.prompt is None:
         return None
@@ -164,9 +176,10 @@ def present(tasks: list[Task], now: datetime | None = None) -> None:
     retry_on_lock(write)
 
 
-def confirm_read(voter: Voter, task_id: int, now: datetime | None = None) -> Task:
+def confirm_read(voter: Voter, task_id: int, now: datetime | None = None):
     """Record that ``voter`` confirmed reading the caption of task ``task_id``. Commits.
-    Confirming twice changes nothing.
+    Confirming twice changes nothing. Returns the task's row as :func:`owned_task` read it
+    (before the confirmation).
 
     Raises
     ------
@@ -180,7 +193,7 @@ def confirm_read(voter: Voter, task_id: int, now: datetime | None = None) -> Tas
     task = owned_task(voter, task_id)
     if task.read_confirmed_at is not None:
         return task
-    caption = caption_of(task)
+    caption = task.caption
     if caption is None:
         raise Conflict("this task has no caption to confirm")
     if task.shown_at is None:
@@ -202,13 +215,13 @@ def confirm_read(voter: Voter, task_id: int, now: datetime | None = None) -> Tas
             run(_first_time_statement("read_confirmed_at"), {"p_task": task_id, "p_now": now})
 
     retry_on_lock(write)
-    return task  # (expired by the commit: what the caller reads of it is read afresh)
+    return task
 
 
-def skip(voter: Voter, task_id: int, now: datetime | None = None) -> Task:
+def skip(voter: Voter, task_id: int, now: datetime | None = None):
     """The voter cannot decide (or will not judge this pair): the task is closed without a
     vote, so it moves nothing, and the session goes on. Commits. Skipping twice, or a task
-    already voted on, changes nothing.
+    already voted on, changes nothing. Returns the task's row (:func:`owned_task`).
 
     Raises
     ------

@@ -199,7 +199,7 @@ def report(task_id: int):
     if is_htmx():
         return _render_card(task.session_id, warning=REPORT_THANKS)
     session["report_sent"] = True
-    return redirect(url_for("voter.show_session", public_id=task.session.public_id), 303)
+    return redirect(url_for("voter.show_session", public_id=task.session_public_id), 303)
 
 
 @bp.post("/t/<int:task_id>/read")
@@ -224,7 +224,7 @@ def _card_after(task):
     """The session's card after ``task`` changed: swapped in by htmx, else post/redirect/get."""
     if is_htmx():
         return _render_card(task.session_id)
-    return redirect(url_for("voter.show_session", public_id=task.session.public_id), 303)
+    return redirect(url_for("voter.show_session", public_id=task.session_public_id), 303)
 
 
 @bp.post("/t/<int:task_id>")
