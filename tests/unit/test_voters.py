@@ -1,5 +1,11 @@
-import pytest
+from datetime import datetime
 
+import pytest
+from sqlalchemy import inspect, select
+
+from arena.extensions import db
+from arena.models import Voter
+from arena.voting import voters
 from arena.voting.voters import DemographicsError, MinorRefused, clean_demographics, countries
 
 
@@ -38,3 +44,35 @@ def test_invalid_answers_name_the_field(raw, field):
     with pytest.raises(DemographicsError) as info:
         clean_demographics(raw)
     assert info.value.field == field
+
+
+@pytest.fixture
+def in_db(any_app):
+    with any_app.app_context():
+        yield any_app
+
+
+def test_a_voter_looked_up_by_token_is_the_sessions_own_loaded_object(in_db):
+    """The lookup reads a Core row and makes the session's object from it: the object is
+    the one an ORM query gives (same values, clean, persistent), changes to it are written,
+    and an object the session already holds is the one returned."""
+    made, token = voters.create_voter({"country": "KE", "age_group": "30-39"},
+                                      with_token=True)
+    made.last_action_at = datetime(2026, 3, 4, 5, 6, 7, 890000)
+    db.session.commit()
+    voter_id, public_id = made.id, made.public_id
+    db.session.remove()
+
+    voter = voters.voter_by_token(token)
+    state = inspect(voter)
+    assert state.persistent and not state.modified and voter in db.session
+    assert voters.voter_by_token(token) is voter and voters.voter_by_token("nope") is None
+    queried = db.session.execute(select(Voter).where(Voter.id == voter_id)).scalar_one()
+    assert queried is voter  # (the query finds the session's object)
+    columns = [c.key for c in Voter.__table__.c]
+    fresh = db.session.execute(select(*Voter.__table__.c).where(Voter.id == voter_id)).one()
+    assert [getattr(voter, name) for name in columns] == list(fresh)
+    voters.update_demographics(voter, {"country": "FR"})
+    db.session.commit()
+    db.session.remove()
+    assert voters.voter_by_public_id(public_id).continent == "EU"
