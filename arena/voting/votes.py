@@ -168,6 +168,7 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
     except IntegrityError:  # the unique task_id: a concurrent request recorded it first
         db.session.rollback()
         return VoteResult(accepted=False, session_id=context.session_id, duplicate=True)
+    _expire_as_committed(voter)
     if ballot.is_validation:
         matchmaking.gold_wanted.send(None, voter_id=ballot.voter_id,
                                      criterion=ballot.criterion, pool=pool)
@@ -250,13 +251,27 @@ def _flags(criterion: str, server_ms: int, voter: Voter) -> int:
     return flags
 
 
+def _expire_as_committed(voter: Voter) -> None:
+    """What the vote's commit (made with ``keep_loaded``) would have expired: every loaded
+    object, but of ``voter`` only the columns the vote wrote. The htmx card after a vote
+    reads the voter's id and pool, and a refresh of the whole voter for them was a tenth of
+    that request (py-spy on benchmarks/request_cost.py --html)."""
+    session = db.session()
+    for held in list(session.identity_map.values()):
+        if held is voter:
+            session.expire(voter, _MOVED_VOTER_COLUMNS)
+        else:
+            session.expire(held)
+
+
 def _record(ballot: Ballot, params: EloParams) -> None:
     """One write transaction: the voter's turn (the pacing floor, decided under the voter's
     row lock, with the trust change of a gold answer), the rating pair locked, then the vote
     inserted, the task marked answered, the comparison's counter and the two ratings moved
     (three statements on PostgreSQL, six elsewhere). Every statement is built once per
-    shape of vote (:func:`_writes`) and run with this vote's values."""
-    with write_transaction(after_reads=True):
+    shape of vote (:func:`_writes`) and run with this vote's values. Loaded objects are
+    not expired by the commit (see :data:`_MOVED_VOTER_COLUMNS`)."""
+    with write_transaction(after_reads=True, keep_loaded=True):
         also, trust = _trust_change(ballot.correct)
         paced = pacing.take_turn(ballot.voter_id, ballot.at, _floor_ms(ballot.criterion),
                                  also, **trust)
@@ -344,6 +359,10 @@ def _trust_change(correct: bool | None) -> tuple[tuple, dict]:
     if correct:
         return _trust_columns(True), {"p_trust_step": float(cfg["TRUST_REWARD"])}
     return _trust_columns(False), {"p_trust_step": float(cfg["TRUST_PENALTY"])}
+
+
+# the voter's columns a vote writes: its turn, and a gold answer's trust change
+_MOVED_VOTER_COLUMNS = ("last_action_at", "trust", "validations_passed", "validations_failed")
 
 
 @cache

@@ -230,3 +230,16 @@ def test_retry_on_lock_does_not_retry_other_errors():
     with pytest.raises(OperationalError):
         database.retry_on_lock(broken)
     assert calls == [1]
+
+
+def test_after_a_vote_what_it_wrote_is_read_afresh_and_the_voters_identity_is_not(campaign):
+    """The vote's commit keeps the voter's unchanged columns loaded (the card after an htmx
+    vote reads its id and pool without a refresh); what the vote wrote of the voter, and
+    every other loaded object, is read again as after any commit."""
+    voter, session = start(validation_rate=0.0)
+    task = session.tasks[0]
+    assert voter.last_action_at is None and task.answered_at is None
+    votes.cast_vote(voter, task.id, "left", 1234)
+    assert {"id", "pool", "public_id"} <= voter.__dict__.keys()
+    assert "last_action_at" not in voter.__dict__ and "answered_at" not in task.__dict__
+    assert voter.last_action_at is not None and task.answered_at is not None
