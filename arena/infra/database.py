@@ -114,6 +114,18 @@ def write_transaction(after_reads: bool = False, keep_loaded: bool = False):
         session.expire_on_commit = expire
 
 
+def expire_as_committed(partly, columns: tuple[str, ...]) -> None:
+    """After ``write_transaction(keep_loaded=True)``: expire what its commit would have
+    expired, every loaded object, except that of ``partly`` only ``columns`` (those the
+    transaction wrote) are read again when next asked for."""
+    session = db.session()
+    for held in list(session.identity_map.values()):
+        if held is partly:
+            session.expire(held, columns)
+        else:
+            session.expire(held)
+
+
 def end_reads() -> None:
     """End a request's reads before its write transaction (``write_transaction(
     after_reads=True)``). On SQLite the reads are rolled back: the write must begin afresh

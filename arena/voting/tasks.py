@@ -21,7 +21,7 @@ from sqlalchemy import select, update
 
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
-from arena.infra.database import param, retry_on_lock, write_transaction
+from arena.infra.database import expire_as_committed, param, retry_on_lock, write_transaction
 from arena.infra.prepared import run
 from arena.models import Comparison, Prompt, Task, Voter, VotingSession, utcnow
 from arena.voting import matchmaking, pacing, shown
@@ -209,12 +209,13 @@ def confirm_read(voter: Voter, task_id: int, now: datetime | None = None):
     task_id, voter_id = task.id, voter.id
 
     def write():
-        with write_transaction(after_reads=True):
+        with write_transaction(after_reads=True, keep_loaded=True):
             if not pacing.try_turn(voter_id, now, reveal):  # another action raced this one
                 raise _still_revealing(reveal)
             run(_first_time_statement("read_confirmed_at"), {"p_task": task_id, "p_now": now})
 
     retry_on_lock(write)
+    expire_as_committed(voter, ("last_action_at",))  # (the card after it reads the rest)
     return task
 
 

@@ -26,6 +26,7 @@ from arena.infra.database import (
     at_least,
     at_most,
     end_reads,
+    expire_as_committed,
     param,
     retry_on_lock,
     write_transaction,
@@ -168,7 +169,9 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
     except IntegrityError:  # the unique task_id: a concurrent request recorded it first
         db.session.rollback()
         return VoteResult(accepted=False, session_id=context.session_id, duplicate=True)
-    _expire_as_committed(voter)
+    # the htmx card after a vote reads the voter's id and pool: a refresh of the whole
+    # voter for them was a tenth of that request (py-spy, benchmarks/request_cost.py --html)
+    expire_as_committed(voter, _MOVED_VOTER_COLUMNS)
     if ballot.is_validation:
         matchmaking.gold_wanted.send(None, voter_id=ballot.voter_id,
                                      criterion=ballot.criterion, pool=pool)
@@ -249,19 +252,6 @@ def _flags(criterion: str, server_ms: int, voter: Voter) -> int:
     if voter.trust < cfg["TRUST_FLOOR"]:
         flags |= vote_flags.DISTRUSTED
     return flags
-
-
-def _expire_as_committed(voter: Voter) -> None:
-    """What the vote's commit (made with ``keep_loaded``) would have expired: every loaded
-    object, but of ``voter`` only the columns the vote wrote. The htmx card after a vote
-    reads the voter's id and pool, and a refresh of the whole voter for them was a tenth of
-    that request (py-spy on benchmarks/request_cost.py --html)."""
-    session = db.session()
-    for held in list(session.identity_map.values()):
-        if held is voter:
-            session.expire(voter, _MOVED_VOTER_COLUMNS)
-        else:
-            session.expire(held)
 
 
 def _record(ballot: Ballot, params: EloParams) -> None:

@@ -243,3 +243,11 @@ def test_after_a_vote_what_it_wrote_is_read_afresh_and_the_voters_identity_is_no
     assert {"id", "pool", "public_id"} <= voter.__dict__.keys()
     assert "last_action_at" not in voter.__dict__ and "answered_at" not in task.__dict__
     assert voter.last_action_at is not None and task.answered_at is not None
+
+
+def test_after_a_caption_confirmed_only_the_voters_turn_is_read_afresh(campaign):
+    voter, session = start(criterion="alignment", validation_rate=0.0)
+    task = session.tasks[0]
+    read_caption(voter, task)  # (shows the task, then confirms at the reveal's end)
+    assert {"id", "pool", "public_id"} <= voter.__dict__.keys()
+    assert "last_action_at" not in voter.__dict__ and voter.last_action_at is not None
