@@ -140,7 +140,7 @@ class Defaults:
     # The vote path's statements on the database driver's cursor (arena.infra.prepared),
     # and on SQLite a request's write begun on its reads' connection
     # (arena.infra.database.write_transaction); false runs them through SQLAlchemy's
-    # execution and pool instead: the same SQL, about 20% more server time per vote
+    # execution and pool instead: the same SQL, 40% more server time per vote
     # (benchmarks/request_cost.py --paired PREPARED_STATEMENTS=false), a way out should a
     # driver version disagree with it.
     PREPARED_STATEMENTS = True
