@@ -35,7 +35,6 @@ class ShownTask:
     count."""
 
     id: int
-    session_id: int
     position: int
     total: int
     criterion: str
@@ -76,7 +75,7 @@ def _shown(rows: list) -> ShownSession | None:
     first = rows[0]
     rows = [row for row in rows if row.id is not None]  # (a session without tasks: none)
     tasks = tuple(ShownTask(
-        id=row.id, session_id=row.session_id, position=row.position, total=len(rows),
+        id=row.id, position=row.position, total=len(rows),
         criterion=row.criterion, caption=row.caption, shown_at=row.shown_at,
         read_confirmed_at=row.read_confirmed_at, answered_at=row.answered_at,
         left_image=ImageSize(row.left_width, row.left_height),
