@@ -111,46 +111,90 @@ def run(statement: ClauseElement, params: dict | None = None) -> Outcome:
     """
     if not current_app.config["PREPARED_STATEMENTS"]:
         return _through_sqlalchemy(statement, params)
+    connection, compiled = _connection_and_compiled(statement)
+    arguments = _arguments(compiled, params)
+    cursor = connection.connection.dbapi_connection.cursor()
+    try:
+        rows = _execute(connection, cursor, compiled, arguments, many=False)
+        if rows:
+            rows = _converted(compiled, rows, cursor.description, connection.dialect)
+        return Outcome(cursor.rowcount, rows, getattr(cursor, "lastrowid", None))
+    finally:
+        cursor.close()
+
+
+def _converted(compiled: _Compiled, rows: list, description, dialect) -> list:
+    """The driver's rows as named tuples, values converted as SQLAlchemy converts them."""
+    if compiled.results is None:  # (the driver's type codes, as SQLAlchemy asks)
+        compiled.results = tuple(
+            type_._cached_result_processor(dialect, column[1])
+            for type_, column in zip(compiled.types, description, strict=True))
+    make, processors = compiled.row._make, compiled.results
+    if any(processors):
+        return [make(value if process is None else process(value)
+                     for process, value in zip(processors, raw, strict=True))
+                for raw in rows]
+    return [make(raw) for raw in rows]
+
+
+def run_many(statement: ClauseElement, params: list[dict]) -> int:
+    """Run ``statement`` (an INSERT or UPDATE) once per item of ``params`` with the driver's
+    ``executemany``, as :func:`run` runs it once; returns the rows changed (rows it would
+    return, such as the id PostgreSQL returns of an INSERT, are not read). Through
+    ``Session.execute`` a session's tasks and counts cost more than the rest of its writes.
+    """
+    if not params:
+        return 0
+    if not current_app.config["PREPARED_STATEMENTS"]:
+        return db.session.execute(statement, params).rowcount
+    connection, compiled = _connection_and_compiled(statement)
+    arguments = [_arguments(compiled, item) for item in params]
+    cursor = connection.connection.dbapi_connection.cursor()
+    try:
+        _execute(connection, cursor, compiled, arguments, many=True)
+        return cursor.rowcount
+    finally:
+        cursor.close()
+
+
+def _connection_and_compiled(statement: ClauseElement):
     session = db.session()
     session._autoflush()  # (as Session.execute: pending ORM changes are written first)
     connection = session.connection()
-    dialect = connection.dialect
-    compiled = _compile(statement, dialect)
+    return connection, _compile(statement, connection.dialect)
+
+
+def _arguments(compiled: _Compiled, params: dict | None):
+    """The values of one execution as the driver takes them: processed as SQLAlchemy
+    processes them, in order for a positional driver."""
     values = {**compiled.constants, **(params or {})}
     for name, process in compiled.processors.items():
         if name in values:
             values[name] = process(values[name])
-    arguments = (values if compiled.positional is None
-                 else tuple(values[name] for name in compiled.positional))
-    dbapi_connection = connection.connection.dbapi_connection
-    cursor = dbapi_connection.cursor()
+    return (values if compiled.positional is None
+            else tuple(values[name] for name in compiled.positional))
+
+
+def _execute(connection, cursor, compiled: _Compiled, arguments, *, many: bool) -> list:
+    """Execute on ``cursor`` (of the session's connection), the engine's listeners told of
+    the statement first; the rows it returns, as the driver gives them. The driver's errors
+    are raised as SQLAlchemy's."""
+    for listener in connection.dispatch.before_cursor_execute:
+        listener(connection, cursor, compiled.sql, arguments, None, many)
     try:
-        for listener in connection.dispatch.before_cursor_execute:
-            listener(connection, cursor, compiled.sql, arguments, None, False)
-        try:
-            cursor.execute(compiled.sql, arguments)
-            rows = cursor.fetchall() if compiled.row is not None else []
-        except dialect.loaded_dbapi.Error as error:
-            # as SQLAlchemy does: a lost connection is not handed out by the pool again
-            lost = dialect.is_disconnect(error, dbapi_connection, cursor)
-            if lost:
-                connection.invalidate(error)
-            raise exc.DBAPIError.instance(compiled.sql, arguments, error,
-                                          dialect.loaded_dbapi.Error,
-                                          connection_invalidated=lost,
-                                          dialect=dialect) from error
-        if rows:
-            if compiled.results is None:  # (the driver's type codes, as SQLAlchemy asks)
-                compiled.results = tuple(
-                    type_._cached_result_processor(dialect, column[1])
-                    for type_, column in zip(compiled.types, cursor.description, strict=True))
-            make, processors = compiled.row._make, compiled.results
-            if any(processors):
-                rows = [make(value if process is None else process(value)
-                             for process, value in zip(processors, raw, strict=True))
-                        for raw in rows]
-            else:
-                rows = [make(raw) for raw in rows]
-        return Outcome(cursor.rowcount, rows, getattr(cursor, "lastrowid", None))
-    finally:
-        cursor.close()
+        if many:
+            cursor.executemany(compiled.sql, arguments)
+            return []
+        cursor.execute(compiled.sql, arguments)
+        return cursor.fetchall() if compiled.row is not None else []
+    except connection.dialect.loaded_dbapi.Error as error:
+        # as SQLAlchemy does: a lost connection is not handed out by the pool again
+        dialect = connection.dialect
+        dbapi_connection = connection.connection.dbapi_connection
+        lost = dialect.is_disconnect(error, dbapi_connection, cursor)
+        if lost:
+            connection.invalidate(error)
+        raise exc.DBAPIError.instance(compiled.sql, arguments, error,
+                                      dialect.loaded_dbapi.Error,
+                                      connection_invalidated=lost,
+                                      dialect=dialect) from error

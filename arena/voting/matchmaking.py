@@ -34,7 +34,7 @@ from arena.config import CRITERIA, check_criterion
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import end_reads, param, retry_on_lock, write_transaction
-from arena.infra.prepared import run
+from arena.infra.prepared import run, run_many
 from arena.models import Comparison, Task, Voter, VotingSession, utcnow
 
 # Sent (voter_id=, criterion=, pool=) when a voter has answered a gold pair: the campaigns
@@ -298,8 +298,8 @@ def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
             return run(combined, values).first()[0], public_id
         insert_session, count_issued, insert_tasks = _issue_statements(combined=False)
         session_id = run(insert_session, values).lastrowid
-        db.session.execute(count_issued, values)
-        db.session.execute(insert_tasks, [
+        run_many(count_issued, [{"p_id": comparison.id} for comparison in items])
+        run_many(insert_tasks, [
             {**values, "p_session": session_id, "p_comparison": comparison.id,
              "p_position": position, "p_left": left, "p_right": right}
             for position, (comparison, (left, right)) in enumerate(zip(items, sides, strict=True))])
@@ -311,21 +311,21 @@ def _issue_statements(*, combined: bool) -> tuple:
     """The session inserted, its comparisons counted issued once more, its tasks inserted.
     ``combined`` (PostgreSQL): one statement, the session and the count as data-modifying
     WITH clauses and the tasks unnested from arrays (one round trip instead of three). The
-    same rows either way. Parameters: p_public_id, p_voter, p_criterion, p_now, p_shown_at
-    and p_ids (the comparisons in order); per task p_session, p_comparison, p_position,
-    p_left and p_right, or with ``combined`` the arrays p_positions, p_lefts and
-    p_rights."""
+    same rows either way. Parameters: p_public_id, p_voter, p_criterion, p_now and
+    p_shown_at; otherwise (SQLite) the count per comparison (p_id) and per task p_session,
+    p_comparison, p_position, p_left and p_right, each run as one ``executemany``
+    (:func:`arena.infra.prepared.run_many`); with ``combined`` the arrays p_ids (the
+    comparisons in order), p_positions, p_lefts and p_rights."""
     session, comparison, task = (VotingSession.__table__, Comparison.__table__.c,
                                  Task.__table__.c)
     insert_session = insert(session).values(
         public_id=param("p_public_id", session.c.public_id), voter_id=_VOTER,
         criterion=param("p_criterion", session.c.criterion),
         created_at=param("p_now", session.c.created_at))
-    ids = (bindparam("p_ids", type_=ARRAY(Integer)) if combined
-           else bindparam("p_ids", expanding=True))
+    ids = bindparam("p_ids", type_=ARRAY(Integer))
     count_issued = (update(Comparison.__table__)
                     .where(comparison.id == func.any(ids) if combined
-                           else comparison.id.in_(ids))
+                           else comparison.id == param("p_id", comparison.id))
                     .values(issued=comparison.issued + 1))
     issued_at, shown_at = param("p_now", task.issued_at), param("p_shown_at", task.shown_at)
     if not combined:

@@ -10,7 +10,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from arena.extensions import db
 from arena.infra.database import param
-from arena.infra.prepared import run
+from arena.infra.prepared import run, run_many
 from arena.models import Voter
 
 V = Voter.__table__.c
@@ -125,6 +125,38 @@ def test_the_way_out_through_sqlalchemy_gives_the_same(on):
     added = run(ADD, {"p_public": "fresh", "p_at": at})
     if db.engine.dialect.name == "sqlite":
         assert db.session.scalar(select(V.id).where(V.public_id == "fresh")) == added.lastrowid
+
+
+def test_run_many_writes_each_item_as_sqlalchemys_executemany_does(on):
+    """A session's tasks and counts: one executemany, the same rows and stored values as
+    through the session, the listeners told once, a driver error SQLAlchemy's."""
+    at = datetime(2026, 5, 6, 7, 8, 9)
+    seen = []
+
+    def listener(_conn, _cursor, statement, _params, _context, executemany):
+        seen.append((statement.split()[0], executemany))
+
+    ids = _voters(None, None, None, None)
+    event.listen(db.engine, "before_cursor_execute", listener)
+    try:
+        changed = run_many(STAMP, [{"p_id": voter_id, "p_at": at} for voter_id in ids[:2]])
+    finally:
+        event.remove(db.engine, "before_cursor_execute", listener)
+    assert changed == 2 and seen == [("UPDATE", True)]
+    assert db.session.execute(STAMP, [{"p_id": voter_id, "p_at": at}
+                                      for voter_id in ids[2:]]).rowcount == 2
+    raw = text("SELECT last_action_at, trust FROM voter ORDER BY id")
+    assert len(set(db.session.execute(raw).all())) == 1  # all four alike
+    assert run_many(ADD, [{"p_public": f"n{k}", "p_at": at} for k in range(3)]) == 3
+    db.session.commit()
+    assert db.session.scalar(select(func.count()).select_from(Voter)) == 7
+    assert run_many(STAMP, []) == 0
+    with pytest.raises(IntegrityError):
+        run_many(ADD, [{"p_public": "n9", "p_at": at}, {"p_public": "n0", "p_at": at}])
+    db.session.rollback()
+    assert db.session.scalar(select(func.count()).select_from(Voter)) == 7  # none of the two
+    on.config["PREPARED_STATEMENTS"] = False
+    assert run_many(STAMP, [{"p_id": voter_id, "p_at": at} for voter_id in ids]) == 4
 
 
 @pytest.mark.postgres
