@@ -23,6 +23,7 @@ import hmac
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from flask import current_app
 from sqlalchemy import func, select
@@ -37,7 +38,12 @@ NAME = re.compile(r"^([thm])(\d{1,18})(l|r|x\d{1,3})?-([A-Za-z0-9_-]{22})$")
 
 
 def _key() -> bytes:
-    secret = current_app.config["SECRET_KEY"]
+    return _derived_key(current_app.config["SECRET_KEY"])
+
+
+@lru_cache(maxsize=4)
+def _derived_key(secret) -> bytes:
+    """The names' key from ``SECRET_KEY`` (derived once per secret, not once per name)."""
     return hmac.new(str(secret).encode(), b"arena image names", hashlib.sha256).digest()
 
 

@@ -22,8 +22,11 @@ def image_urls(name: str, external: bool = False, sizes=None) -> dict[int, str]:
     """The URL of ``name`` at each of ``sizes`` (default: every presented size), smallest
     first."""
     sizes = sorted(sizes or current_app.config["PRESENT_SIZES"])
-    return {size: url_for("images.serve", name=name, size=size, _external=external)
-            for size in sizes}
+    # built once: the sizes differ only in the route's last segment ("<size>.webp"), and
+    # url_for for each was a fifth of a session's response (benchmarks/request_cost.py)
+    stem = url_for("images.serve", name=name, size=0, _external=external)
+    stem = stem.removesuffix("/0.webp")
+    return {size: f"{stem}/{size}.webp" for size in sizes}
 
 
 def image_url(name: str, size: int | None = None, external: bool = False) -> str:

@@ -22,6 +22,7 @@ def task_view(task: ShownTask, external: bool = False) -> dict:
     None); ``reveal_ms`` how long its word-by-word reveal lasts, after which the server
     accepts the confirmation that it was read; ``needs_reading`` whether that is still due."""
     criterion, caption = task.criterion, task.caption
+    sizes = task_sizes(task)
     return {
         "task_id": task.id,
         "position": task.position + 1,
@@ -32,15 +33,15 @@ def task_view(task: ShownTask, external: bool = False) -> dict:
         "reveal_ms": reveal_ms(caption),
         "word_ms": int(current_app.config["REVEAL_WORD_MS"]),
         "needs_reading": caption is not None and task.read_confirmed_at is None,
-        "left": _side(task, "left", external),
-        "right": _side(task, "right", external),
+        "left": _side(task, "left", external, sizes),
+        "right": _side(task, "right", external, sizes),
     }
 
 
-def _side(task: ShownTask, side: str, external: bool) -> dict:
+def _side(task: ShownTask, side: str, external: bool, sizes: tuple[int, ...]) -> dict:
     """One side's image: the smallest size as ``url``, every size in ``urls`` (for a
     srcset), all under a name made for this task alone."""
-    urls = image_urls(task_image_name(task, side), external, sizes=task_sizes(task))
+    urls = image_urls(task_image_name(task, side), external, sizes=sizes)
     return {"url": next(iter(urls.values())),
             "large": list(urls.values())[-1],  # the full-screen view's
             "urls": {str(size): url for size, url in urls.items()},
@@ -53,15 +54,20 @@ def preload_view(task: ShownTask | None) -> list[dict]:
     next card will show). Nothing for the last task of a session."""
     if task is None:
         return []
-    return [_side(task, side, external=False) for side in ("left", "right")]
+    sizes = task_sizes(task)
+    return [_side(task, side, False, sizes) for side in ("left", "right")]
 
 
 def api_task(task: ShownTask) -> dict:
-    view = task_view(task, external=True)
-    task = {k: view[k] for k in API_TASK_FIELDS}
+    """``API_TASK_FIELDS`` of :func:`task_view`, each side's ``url`` and ``urls`` (the
+    session's question is said once, beside its tasks)."""
+    caption, sizes = task.caption, task_sizes(task)
+    view = {"task_id": task.id, "prompt": caption, "reveal_ms": reveal_ms(caption)}
     for side in ("left", "right"):
-        task[side] = {"url": view[side]["url"], "urls": view[side]["urls"]}
-    return task
+        urls = image_urls(task_image_name(task, side), True, sizes=sizes)
+        view[side] = {"url": next(iter(urls.values())),
+                      "urls": {str(size): url for size, url in urls.items()}}
+    return view
 
 
 def reported_image_url(item) -> str:

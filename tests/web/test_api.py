@@ -1,7 +1,9 @@
+import io
 import re
 from datetime import timedelta
 
 import pytest
+from PIL import Image
 from sqlalchemy import event, func, select
 
 from arena.extensions import db
@@ -40,6 +42,11 @@ def test_session_shape(client, web_campaign):
             assert re.fullmatch(rf"http://localhost/img/{name}/{small}\.webp",
                                 task[side]["url"])
             assert set(task[side]["urls"]) == {str(small), str(large)}
+            for size, url in task[side]["urls"].items():  # each served at its size
+                assert re.fullmatch(rf"http://localhost/img/{name}/{size}\.webp", url)
+                served = client.get(url)
+                assert served.status_code == 200
+                assert Image.open(io.BytesIO(served.data)).size == (int(size), int(size))
 
 
 def test_prompt_is_null_outside_alignment(client, web_campaign):
