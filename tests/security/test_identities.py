@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from arena.infra.network import network_hash, network_of
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arena.infra.network import _parsed_network, network_hash, network_of
 from tests.factories import make_campaign
 from tests.web.helpers import api_session, bearer, csrf_token
 
@@ -91,3 +94,14 @@ def test_public_tables_do_not_list_models_nobody_voted_on(make_app):
     names = [m["model"] for m in client.get("/api/v1/leaderboard").json["models"]]
     page = client.get("/leaderboard").get_data(as_text=True)
     assert "VictimGen-3" not in names and "VictimGen-3" not in page
+
+
+_OCTETS = st.one_of(st.integers(0, 300).map(str), st.from_regex(r"0[0-9]{1,3}", fullmatch=True),
+                    st.sampled_from(["", " ", "-1", "1e2", "٣"]))
+
+
+@given(st.lists(_OCTETS, min_size=3, max_size=5).map(".".join) | st.text(max_size=20))
+def test_the_dotted_quad_shortcut_reads_addresses_as_ipaddress_does(address):
+    """network_of's shortcut for IPv4 agrees with ipaddress on every text: leading zeros,
+    parts over 255, too few or many parts, other digits and spaces."""
+    assert network_of(address) == _parsed_network(address)
