@@ -1,4 +1,5 @@
 import itertools
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -135,3 +136,34 @@ def test_sessions_belong_to_their_voter(campaign):
     card = tasks.card(voter, session.public_id)
     assert card.session.id == session.id and card.task.position == 0
     assert tasks.card(voter, session.id).task.shown_at == card.task.shown_at is not None
+
+
+@pytest.fixture
+def any_campaign(any_app):
+    with any_app.app_context():
+        yield make_campaign()
+
+
+def test_gold_pairs_are_drawn_uniformly_among_the_least_issued(any_campaign):
+    """pick_validation: every gold pair at the lowest issued count comes up about equally
+    often, one issued more often never does (the database draws among the sample), on
+    both databases."""
+    ids = db.session.scalars(select(Comparison.id).where(
+        Comparison.criterion == "coherence", Comparison.is_validation.is_(False)
+    ).order_by(Comparison.id).limit(6)).all()
+    db.session.execute(update(Comparison).where(Comparison.id.in_(ids))
+                       .values(is_validation=True, issued=0))
+    db.session.execute(update(Comparison).where(Comparison.id == ids[0]).values(issued=3))
+    db.session.commit()
+    least = set(db.session.scalars(select(Comparison.id).where(
+        Comparison.criterion == "coherence", Comparison.is_validation.is_(True),
+        Comparison.issued == 0)))
+    assert ids[0] not in least and set(ids[1:]) <= least
+    voter, rng, draws = new_voter(), np.random.default_rng(9), 300 * len(least)
+    counts = Counter(matchmaking.pick_validation(voter.id, "coherence", rng).id
+                     for _ in range(draws))
+    assert set(counts) == least
+    expected = draws / len(least)
+    chi2 = sum((counts[c] - expected) ** 2 / expected for c in least)
+    assert chi2 < 30  # (df = len(least) - 1 <= 7: p < 1e-4 beyond)
+    assert matchmaking.pick_validation(voter.id, "coherence", rng, pool=99) is None
