@@ -100,11 +100,13 @@ def write_transaction(after_reads: bool = False, keep_loaded: bool = False):
         if session.in_transaction() and (sqlite or not after_reads) and not restart:
             session.commit()
         with _sqlite_writer if sqlite else nullcontext():
-            if restart:
-                _restart_as_writer(session, keep_loaded)
-            elif sqlite:
-                session.connection(execution_options={_SQLITE_BEGIN: "IMMEDIATE"})
             try:
+                # (a BEGIN that failed, the lock not had in time, leaves the session clean
+                # for retry_on_lock's next attempt)
+                if restart:
+                    _restart_as_writer(session, keep_loaded)
+                elif sqlite:
+                    session.connection(execution_options={_SQLITE_BEGIN: "IMMEDIATE"})
                 yield session
                 session.commit()
             except BaseException:

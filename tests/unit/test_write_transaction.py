@@ -107,3 +107,35 @@ def test_a_lock_not_had_in_time_fails_cleanly_and_the_next_write_goes_through(on
     finally:
         other.close()
     assert _trust_of("reader") == 0.25
+
+
+def test_a_fresh_write_that_cannot_have_the_lock_fails_as_sqlalchemy_says(on):
+    """Without reads before it, the write's BEGIN IMMEDIATE (on the driver's cursor, in the
+    engine's begin event) fails as OperationalError, what retry_on_lock catches; the
+    statement counter saw the BEGIN."""
+    other = sqlite3.connect(db.engine.url.database, isolation_level=None)
+    seen = []
+
+    def impatient(dbapi_connection, *_):
+        dbapi_connection.execute("PRAGMA busy_timeout=50")
+
+    def counted(_conn, _cursor, statement, *_):
+        seen.append(statement)
+
+    db.session.close()
+    event.listen(db.engine, "checkout", impatient)
+    event.listen(db.engine, "before_cursor_execute", counted)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(OperationalError, match="locked"), write_transaction():
+            run(update(Voter.__table__).where(V.public_id == "reader").values(trust=0.5))
+        assert not db.session().in_transaction()
+        assert seen == ["BEGIN IMMEDIATE"]
+        other.execute("ROLLBACK")
+        with write_transaction():
+            run(update(Voter.__table__).where(V.public_id == "reader").values(trust=0.25))
+    finally:
+        event.remove(db.engine, "checkout", impatient)
+        event.remove(db.engine, "before_cursor_execute", counted)
+        other.close()
+    assert _trust_of("reader") == 0.25
