@@ -24,10 +24,11 @@ from sqlalchemy.exc import OperationalError
 
 from arena.errors import NotFound
 from arena.extensions import db
-from arena.infra.prepared import run
+from arena.infra.prepared import driver_sql, run
 
 T = TypeVar("T")
 _SQLITE_BEGIN = "arena_sqlite_begin"
+_BEGIN = {"DEFERRED": "BEGIN DEFERRED", "IMMEDIATE": "BEGIN IMMEDIATE"}
 _CHANGES = "arena_sqlite_changes"  # the connection's total_changes when its transaction began
 
 
@@ -66,7 +67,7 @@ def _sqlite_on_begin(conn):
     if conn.dialect.name != "sqlite":
         return
     mode = conn.get_execution_options().get(_SQLITE_BEGIN, "DEFERRED")
-    conn.exec_driver_sql(f"BEGIN {mode}")
+    driver_sql(conn, _BEGIN[mode])
     conn.info[_CHANGES] = conn.connection.dbapi_connection.total_changes
 
 

@@ -115,7 +115,8 @@ def run(statement: ClauseElement, params: dict | None = None) -> Outcome:
     arguments = _arguments(compiled, params)
     cursor = connection.connection.dbapi_connection.cursor()
     try:
-        rows = _execute(connection, cursor, compiled, arguments, many=False)
+        rows = _execute(connection, cursor, compiled.sql, arguments, many=False,
+                        fetch=compiled.row is not None)
         if rows:
             rows = _converted(compiled, rows, cursor.description, connection.dialect)
         return Outcome(cursor.rowcount, rows, getattr(cursor, "lastrowid", None))
@@ -151,7 +152,7 @@ def run_many(statement: ClauseElement, params: list[dict]) -> int:
     arguments = [_arguments(compiled, item) for item in params]
     cursor = connection.connection.dbapi_connection.cursor()
     try:
-        _execute(connection, cursor, compiled, arguments, many=True)
+        _execute(connection, cursor, compiled.sql, arguments, many=True, fetch=False)
         return cursor.rowcount
     finally:
         cursor.close()
@@ -175,18 +176,30 @@ def _arguments(compiled: _Compiled, params: dict | None):
             else tuple(values[name] for name in compiled.positional))
 
 
-def _execute(connection, cursor, compiled: _Compiled, arguments, *, many: bool) -> list:
-    """Execute on ``cursor`` (of the session's connection), the engine's listeners told of
-    the statement first; the rows it returns, as the driver gives them. The driver's errors
+def driver_sql(connection, sql: str) -> None:
+    """Run ``sql`` (no parameters, no rows: a BEGIN) on the driver's cursor of
+    ``connection`` (SQLAlchemy's), as :func:`run` runs a statement: listeners told, errors
+    SQLAlchemy's. ``Connection.exec_driver_sql`` built an execution context for it: 20% of
+    the first statement of a request."""
+    cursor = connection.connection.dbapi_connection.cursor()
+    try:
+        _execute(connection, cursor, sql, (), many=False, fetch=False)
+    finally:
+        cursor.close()
+
+
+def _execute(connection, cursor, sql: str, arguments, *, many: bool, fetch: bool) -> list:
+    """Execute on ``cursor`` (of ``connection``), the engine's listeners told of the
+    statement first; the rows it returns, as the driver gives them. The driver's errors
     are raised as SQLAlchemy's."""
     for listener in connection.dispatch.before_cursor_execute:
-        listener(connection, cursor, compiled.sql, arguments, None, many)
+        listener(connection, cursor, sql, arguments, None, many)
     try:
         if many:
-            cursor.executemany(compiled.sql, arguments)
+            cursor.executemany(sql, arguments)
             return []
-        cursor.execute(compiled.sql, arguments)
-        return cursor.fetchall() if compiled.row is not None else []
+        cursor.execute(sql, arguments)
+        return cursor.fetchall() if fetch else []
     except connection.dialect.loaded_dbapi.Error as error:
         # as SQLAlchemy does: a lost connection is not handed out by the pool again
         dialect = connection.dialect
@@ -194,7 +207,7 @@ def _execute(connection, cursor, compiled: _Compiled, arguments, *, many: bool) 
         lost = dialect.is_disconnect(error, dbapi_connection, cursor)
         if lost:
             connection.invalidate(error)
-        raise exc.DBAPIError.instance(compiled.sql, arguments, error,
+        raise exc.DBAPIError.instance(sql, arguments, error,
                                       dialect.loaded_dbapi.Error,
                                       connection_invalidated=lost,
                                       dialect=dialect) from error
