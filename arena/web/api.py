@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 from flask import Blueprint, Response, jsonify, request, stream_with_context
-from flask_babel import gettext
 
 from arena.accounts import owners, tokens
 from arena.analysis import exports
@@ -26,6 +25,7 @@ from arena.infra import health
 from arena.voting import image_reports, matchmaking, shown, tasks, voters, votes
 from arena.web import i18n, limits
 from arena.web.errors import status_for
+from arena.web.i18n import gettext
 from arena.web.presenters import api_task
 from arena.web.requests import (
     bearer_token,

@@ -15,7 +15,7 @@ from functools import cache
 
 from babel import Locale
 from flask import Blueprint, Flask, g, redirect, request, session
-from flask_babel import Babel, get_locale, get_translations, gettext
+from flask_babel import Babel, get_locale, get_translations
 
 from arena.config import LANGUAGES
 
@@ -85,6 +85,12 @@ def _translations():
     if translations is None:
         translations = g.arena_translations = get_translations()
     return translations
+
+
+def gettext(string: str, **variables) -> str:
+    """flask_babel's ``gettext`` through the request's catalogue (:func:`_translations`)."""
+    text = _translations().ugettext(string)
+    return text % variables if variables else text
 
 
 def init_app(app: Flask) -> None:
