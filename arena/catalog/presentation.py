@@ -48,7 +48,7 @@ def _derived_key(secret) -> bytes:
 
 
 def _mac(body: str) -> str:
-    digest = hmac.new(_key(), body.encode(), hashlib.sha256).digest()[:16]
+    digest = hmac.digest(_key(), body.encode(), "sha256")[:16]
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 

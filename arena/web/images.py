@@ -2,7 +2,7 @@
 one encoding, and headers that are the same for every image -- no ETag or Last-Modified
 from the file, nothing but the bytes."""
 
-from flask import Blueprint, Response, current_app, url_for
+from flask import Blueprint, Response, current_app, g, url_for
 
 from arena.catalog.presentation import presented
 
@@ -22,11 +22,27 @@ def image_urls(name: str, external: bool = False, sizes=None) -> dict[int, str]:
     """The URL of ``name`` at each of ``sizes`` (default: every presented size), smallest
     first."""
     sizes = sorted(sizes or current_app.config["PRESENT_SIZES"])
-    # built once: the sizes differ only in the route's last segment ("<size>.webp"), and
-    # url_for for each was a fifth of a session's response (benchmarks/request_cost.py)
-    stem = url_for("images.serve", name=name, size=0, _external=external)
-    stem = stem.removesuffix("/0.webp")
+    stem = _stem(external).replace(_PLACEHOLDER, name)
     return {size: f"{stem}/{size}.webp" for size in sizes}
+
+
+# An image's URLs differ only in its name and size, and url_for for each was a fifth of a
+# session's response (benchmarks/request_cost.py): the route is built once per request
+# with this in place of the name (a name is letters, digits, "-" and "_": nothing of it
+# is escaped), the rest is string work.
+_PLACEHOLDER = "arena-image-name"
+
+
+def _stem(external: bool) -> str:
+    """The route's URL up to the size, ``_PLACEHOLDER`` for the name (once per request)."""
+    stems = g.get("arena_image_stems")
+    if stems is None:
+        stems = g.arena_image_stems = {}
+    stem = stems.get(external)
+    if stem is None:
+        stem = stems[external] = url_for("images.serve", name=_PLACEHOLDER, size=0,
+                                         _external=external).removesuffix("/0.webp")
+    return stem
 
 
 def image_url(name: str, size: int | None = None, external: bool = False) -> str:

@@ -324,3 +324,20 @@ def test_round_trips_of_the_htmx_voter_flow_on_each_database(any_app):
         assert start["statements"] == 8 and page["statements"] == 6, (start, page)
         # (BEGINs and the reads' ROLLBACK before a write are statements there)
         assert all(used["statements"] <= 16 for used in votes), votes
+
+
+def test_image_urls_are_the_routes_urls(app):
+    """image_urls builds the route once per request and fills in names and sizes: the same
+    URLs url_for gives, on any host, for any name."""
+    from flask import url_for
+
+    from arena.catalog.presentation import name_for
+    from arena.web.images import image_urls
+
+    for host in ("http://localhost/", "https://arena.example.org:8443/"):
+        with app.test_request_context("/", base_url=host):
+            for name in (name_for("t", 7, "l"), name_for("h", 10**17), name_for("m", 3, "x12")):
+                for external in (False, True):
+                    assert image_urls(name, external, sizes=(1024, 384)) == {
+                        size: url_for("images.serve", name=name, size=size,
+                                      _external=external) for size in (384, 1024)}
