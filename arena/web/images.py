@@ -22,27 +22,28 @@ def image_urls(name: str, external: bool = False, sizes=None) -> dict[int, str]:
     """The URL of ``name`` at each of ``sizes`` (default: every presented size), smallest
     first."""
     sizes = sorted(sizes or current_app.config["PRESENT_SIZES"])
-    stem = _stem(external).replace(_PLACEHOLDER, name)
-    return {size: f"{stem}/{size}.webp" for size in sizes}
+    head, tail = _route(external)
+    return {size: f"{head}{name}{tail}/{size}.webp" for size in sizes}
 
 
 # An image's URLs differ only in its name and size, and url_for for each was a fifth of a
 # session's response (benchmarks/request_cost.py): the route is built once per request
 # with this in place of the name (a name is letters, digits, "-" and "_": nothing of it
-# is escaped), the rest is string work.
+# is escaped) and split around it; the rest is string work.
 _PLACEHOLDER = "arena-image-name"
 
 
-def _stem(external: bool) -> str:
-    """The route's URL up to the size, ``_PLACEHOLDER`` for the name (once per request)."""
-    stems = g.get("arena_image_stems")
-    if stems is None:
-        stems = g.arena_image_stems = {}
-    stem = stems.get(external)
-    if stem is None:
-        stem = stems[external] = url_for("images.serve", name=_PLACEHOLDER, size=0,
-                                         _external=external).removesuffix("/0.webp")
-    return stem
+def _route(external: bool) -> tuple[str, str]:
+    """The route's URL before and after the name, up to the size (once per request)."""
+    routes = g.get("arena_image_routes")
+    if routes is None:
+        routes = g.arena_image_routes = {}
+    route = routes.get(external)
+    if route is None:
+        url = url_for("images.serve", name=_PLACEHOLDER, size=0, _external=external)
+        head, _, tail = url.removesuffix("/0.webp").rpartition(_PLACEHOLDER)
+        route = routes[external] = (head, tail)
+    return route
 
 
 def image_url(name: str, size: int | None = None, external: bool = False) -> str:

@@ -334,7 +334,8 @@ def test_image_urls_are_the_routes_urls(app):
     from arena.catalog.presentation import name_for
     from arena.web.images import image_urls
 
-    for host in ("http://localhost/", "https://arena.example.org:8443/"):
+    for host in ("http://localhost/", "https://arena.example.org:8443/",
+                 "http://arena-image-name.example.org/"):
         with app.test_request_context("/", base_url=host):
             for name in (name_for("t", 7, "l"), name_for("h", 10**17), name_for("m", 3, "x12")):
                 for external in (False, True):
