@@ -167,16 +167,20 @@ def configure_templates(app: Flask) -> None:
     """``asset(path)``: a static URL carrying a hash of the file's content, so browsers may
     cache static files for a year and still get a new file the moment it changes."""
     import hashlib
-    from functools import cache
+    from functools import cache, lru_cache
 
-    from flask import url_for
+    from flask import request, url_for
 
     @cache
     def content_hash(filename: str) -> str:
         return hashlib.sha256(Path(app.static_folder, filename).read_bytes()).hexdigest()[:12]
 
-    def asset(filename: str) -> str:
+    @lru_cache(maxsize=256)  # (per mount point: a page asks for the same few on every render)
+    def asset_url(script_root: str, filename: str) -> str:
         return url_for("static", filename=filename, v=content_hash(filename))
+
+    def asset(filename: str) -> str:
+        return asset_url(request.script_root, filename)
 
     app.jinja_env.globals["asset"] = asset
 

@@ -335,3 +335,15 @@ def test_report_an_image_without_javascript_and_with_htmx(client, web_campaign, 
         assert [(r.side, r.reason) for r in reports] == [("left", "broken"),
                                                           (side, "offensive")]
         assert db.session.scalar(select(func.count()).select_from(Vote)) == 0
+
+
+def test_static_urls_carry_the_files_hash_and_the_mount_point(client, app):
+    """asset(): the URL is built once per mount point and file, the same as url_for's."""
+    import hashlib
+    from pathlib import Path
+
+    digest = hashlib.sha256(Path(app.static_folder, "css/app.css").read_bytes()).hexdigest()
+    for _ in range(2):  # (the second from the cache)
+        assert f'href="/static/css/app.css?v={digest[:12]}"' in client.get("/").text
+        mounted = client.get("/", base_url="http://localhost/arena/").text
+        assert f'href="/arena/static/css/app.css?v={digest[:12]}"' in mounted
