@@ -167,3 +167,15 @@ def test_gold_pairs_are_drawn_uniformly_among_the_least_issued(any_campaign):
     chi2 = sum((counts[c] - expected) ** 2 / expected for c in least)
     assert chi2 < 30  # (df = len(least) - 1 <= 7: p < 1e-4 beyond)
     assert matchmaking.pick_validation(voter.id, "coherence", rng, pool=99) is None
+    # the least is taken among the pairs this voter has not met: given all those at 0,
+    # only the one issued more often is left to them
+    session = VotingSession(public_id="gold-met", voter_id=voter.id, criterion="coherence")
+    db.session.add(session)
+    db.session.flush()
+    pairs = db.session.scalars(select(Comparison).where(Comparison.id.in_(least))).all()
+    db.session.add_all(Task(session_id=session.id, voter_id=voter.id, comparison_id=c.id,
+                            position=k, left_image_id=c.image_a_id,
+                            right_image_id=c.image_b_id) for k, c in enumerate(pairs))
+    db.session.commit()
+    assert {matchmaking.pick_validation(voter.id, "coherence", rng).id
+            for _ in range(20)} == {ids[0]}

@@ -76,3 +76,15 @@ def test_a_voter_looked_up_by_token_is_the_sessions_own_loaded_object(in_db):
     db.session.commit()
     db.session.remove()
     assert voters.voter_by_public_id(public_id).continent == "EU"
+
+
+def test_every_voter_column_is_named_as_its_attribute():
+    """The voter lookup puts a row's values in the instance's dict under the columns'
+    names (arena.voting.voters._loaded): a column named unlike its attribute would be
+    stored under the wrong key and read as expired."""
+    from arena.models import Voter
+
+    mapper = Voter.__mapper__
+    assert [mapper.get_property_by_column(c).key for c in Voter.__table__.c] == [
+        c.key for c in Voter.__table__.c]
+    assert all(c.key.isidentifier() and not c.key.startswith("_") for c in Voter.__table__.c)

@@ -342,3 +342,21 @@ def test_image_urls_are_the_routes_urls(app):
                     assert image_urls(name, external, sizes=(1024, 384)) == {
                         size: url_for("images.serve", name=name, size=size,
                                       _external=external) for size in (384, 1024)}
+
+
+def test_the_api_task_is_the_pages_view_cut_to_its_fields(client, web_campaign, app):
+    """api_task is built on its own (no translated question to throw away), but says
+    nothing the page's view of the same task does not: API_TASK_FIELDS of task_view, and
+    of each side its url and urls."""
+    from arena.voting import shown
+    from arena.web.presenters import API_TASK_FIELDS, api_task, task_view
+
+    body = new_session(client, {"criterion": "alignment"}).json
+    with app.test_request_context("/"):
+        session = shown.session(body["session_id"])
+        for task in session.tasks:
+            view = task_view(task, external=True)
+            expected = {k: view[k] for k in API_TASK_FIELDS}
+            for side in ("left", "right"):
+                expected[side] = {"url": view[side]["url"], "urls": view[side]["urls"]}
+            assert api_task(task) == expected
