@@ -23,7 +23,6 @@ import hmac
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 
 from flask import current_app
 from sqlalchemy import func, select
@@ -31,6 +30,7 @@ from sqlalchemy import func, select
 from arena.catalog.images import presented_bytes, presented_name
 from arena.errors import NotFound
 from arena.extensions import db
+from arena.infra.secrets import derived_key
 from arena.infra.storage import get_storage
 from arena.models import HypeRun, HypeStage, HypeTrial, Image, Owner, Task
 
@@ -38,13 +38,7 @@ NAME = re.compile(r"^([thm])(\d{1,18})(l|r|x\d{1,3})?-([A-Za-z0-9_-]{22})$")
 
 
 def _key() -> bytes:
-    return _derived_key(current_app.config["SECRET_KEY"])
-
-
-@lru_cache(maxsize=4)
-def _derived_key(secret) -> bytes:
-    """The names' key from ``SECRET_KEY`` (derived once per secret, not once per name)."""
-    return hmac.new(str(secret).encode(), b"arena image names", hashlib.sha256).digest()
+    return derived_key(current_app.config["SECRET_KEY"], b"arena image names")
 
 
 def _mac(body: str) -> str:

@@ -12,7 +12,8 @@ import hashlib
 import hmac
 import ipaddress
 import re
-from functools import lru_cache
+
+from arena.infra.secrets import derived_key
 
 IPV4_PREFIX = 24  # a home or office NAT, a small hosting block
 IPV6_PREFIX = 48  # what one site or customer is given
@@ -46,9 +47,5 @@ def _parsed_network(address: str | None) -> str:
 
 def network_hash(secret: str, address: str | None) -> str:
     """A keyed hash of the address's network: what limits and records keep."""
-    return hmac.new(_key(secret), network_of(address).encode(), hashlib.sha256).hexdigest()[:32]
-
-
-@lru_cache(maxsize=4)
-def _key(secret) -> bytes:
-    return hmac.new(str(secret).encode(), b"arena networks", hashlib.sha256).digest()
+    key = derived_key(secret, b"arena networks")
+    return hmac.new(key, network_of(address).encode(), hashlib.sha256).hexdigest()[:32]

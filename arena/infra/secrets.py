@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from functools import lru_cache
 
 
 def new_token(prefix: str = "") -> str:
@@ -21,3 +22,11 @@ def pseudonym(key: str, public_id: str) -> str:
     """A stable pseudonym for exports (keyed with ``PSEUDONYM_KEY``) that cannot be turned
     back into the id a voter's cookie carries."""
     return hmac.new(key.encode(), public_id.encode(), hashlib.sha256).hexdigest()[:16]
+
+
+@lru_cache(maxsize=16)
+def derived_key(secret, purpose: bytes) -> bytes:
+    """A key for one ``purpose`` (e.g. b"arena networks") derived from ``secret``
+    (``SECRET_KEY``): derived once per secret and purpose, not once per use (it sat on
+    every request)."""
+    return hmac.new(str(secret).encode(), purpose, hashlib.sha256).digest()
