@@ -48,7 +48,7 @@ class SQLiteStorage(Storage):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.touch(mode=0o600, exist_ok=True)
             connection = sqlite3.connect(self.path, timeout=5, isolation_level=None)
-            connection.execute("PRAGMA journal_mode=WAL")
+            _in_wal_mode(connection)
             connection.execute("PRAGMA synchronous=OFF")
             connection.execute("CREATE TABLE IF NOT EXISTS counter (key TEXT PRIMARY KEY, "
                                "count INTEGER NOT NULL, ends REAL NOT NULL) WITHOUT ROWID")
@@ -92,3 +92,20 @@ class SQLiteStorage(Storage):
 
     def clear(self, key: str) -> None:
         self._db().execute("DELETE FROM counter WHERE key = ?", (key,))
+
+
+def _in_wal_mode(connection: sqlite3.Connection, wait: float = 5.0) -> None:
+    """Put the counter file in WAL mode (once: the mode stays with the file). Changing the
+    mode does not wait in SQLite's busy handler: threads or processes opening a new file at
+    the same moment got "database is locked" (the shared-store test's 8 threads did, about
+    once in a few hundred runs), so a busy refusal is retried until ``wait`` runs out."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
