@@ -36,6 +36,8 @@ from arena.extensions import db
 from arena.infra.database import end_reads, param, retry_on_lock, write_transaction
 from arena.infra.prepared import run, run_many
 from arena.models import Comparison, Task, Voter, VotingSession, utcnow
+from arena.voting.shown import ShownSession
+from arena.voting.shown import session as shown_session
 
 # Sent (voter_id=, criterion=, pool=) when a voter has answered a gold pair: the campaigns
 # feature checks, after the response has gone (arena.infra.deferred), whether this voter is
@@ -248,8 +250,18 @@ def issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None 
     return _issue_session(voter, rng, criterion, shown)[1]
 
 
+def issue_shown_session(voter: Voter, rng: np.random.Generator,
+                        criterion: str | None = None) -> ShownSession:
+    """Issue a session whose tasks all count as on the voter's screen from now (the JSON
+    API's) and return it as :func:`arena.voting.shown.session` reads it. The read runs in
+    the write transaction, before its commit: after the commit it needed a connection and
+    a transaction of its own (on PostgreSQL a check-out ping, a BEGIN and a ROLLBACK more;
+    benchmarks/request_cost.py)."""
+    return _issue_session(voter, rng, criterion, True, read_back=True)[2]
+
+
 def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None,
-                   shown: bool) -> tuple[int, str]:
+                   shown: bool, read_back: bool = False) -> tuple:
     """Issue a session of up to ``TASKS_PER_SESSION`` tasks of one criterion and commit it.
     With ``shown`` the tasks count as on the voter's screen from now (an API client gets
     them all at once; see arena.voting.tasks.present).
@@ -258,8 +270,8 @@ def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None
     position; left/right order is random per task. The comparisons are chosen before the
     write transaction, which only inserts the session and its tasks and counts them issued:
     two sessions of one voter racing for the same comparison meet the unique (voter,
-    comparison) constraint, and the loser picks again. Returns the session's id and public
-    id.
+    comparison) constraint, and the loser picks again. Returns the session's id, its public
+    id and, with ``read_back``, the session as shown (else None).
 
     Raises
     ------
@@ -276,7 +288,8 @@ def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None
     with_gold = cfg["TASKS_PER_SESSION"] > 1 and rng.random() < cfg["VALIDATION_RATE"]
     for _ in range(ISSUE_ATTEMPTS):
         items = _pick_items(voter_id, criterion, with_gold, rng, pool)
-        issue = partial(_issue, voter_id, criterion, items, rng, utcnow() if shown else None)
+        issue = partial(_issue, voter_id, criterion, items, rng, utcnow() if shown else None,
+                        read_back)
         try:
             return retry_on_lock(issue)
         except IntegrityError:
@@ -287,10 +300,11 @@ def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None
 
 
 def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
-           shown_at) -> tuple[int, str]:
+           shown_at, read_back: bool) -> tuple:
     """Write the session and its tasks and count the comparisons issued (one statement on
-    PostgreSQL, three elsewhere: :func:`_issue_statements`); returns the session's id and
-    public id."""
+    PostgreSQL, three elsewhere: :func:`_issue_statements`); returns the session's id, its
+    public id and, with ``read_back``, the session as shown read before the commit (else
+    None)."""
     sides = []
     for comparison in items:
         left, right = comparison.image_a_id, comparison.image_b_id
@@ -305,15 +319,17 @@ def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
             values.update(p_positions=list(range(len(items))),
                           p_lefts=[left for left, _ in sides],
                           p_rights=[right for _, right in sides])
-            return run(combined, values).first()[0], public_id
-        insert_session, count_issued, insert_tasks = _issue_statements(combined=False)
-        session_id = run(insert_session, values).lastrowid
-        run_many(count_issued, [{"p_id": comparison.id} for comparison in items])
-        run_many(insert_tasks, [
-            {**values, "p_session": session_id, "p_comparison": comparison.id,
-             "p_position": position, "p_left": left, "p_right": right}
-            for position, (comparison, (left, right)) in enumerate(zip(items, sides, strict=True))])
-        return session_id, public_id
+            session_id = run(combined, values).first()[0]
+        else:
+            insert_session, count_issued, insert_tasks = _issue_statements(combined=False)
+            session_id = run(insert_session, values).lastrowid
+            run_many(count_issued, [{"p_id": comparison.id} for comparison in items])
+            run_many(insert_tasks, [
+                {**values, "p_session": session_id, "p_comparison": comparison.id,
+                 "p_position": position, "p_left": left, "p_right": right}
+                for position, (comparison, (left, right))
+                in enumerate(zip(items, sides, strict=True))])
+        return session_id, public_id, shown_session(session_id) if read_back else None
 
 
 @cache

@@ -22,7 +22,7 @@ from arena.errors import Invalid
 from arena.extensions import csrf
 from arena.hype import reports, runs
 from arena.infra import health
-from arena.voting import image_reports, matchmaking, shown, tasks, voters, votes
+from arena.voting import image_reports, matchmaking, tasks, voters, votes
 from arena.web import i18n, limits
 from arena.web.errors import status_for
 from arena.web.i18n import gettext
@@ -85,8 +85,7 @@ def create_session():
         check_criterion(criterion)
     voter, new_token = voters.identify_by_token(bearer_token(), body.get("demographics"))
     voter_id = voter.public_id  # (read before the session's commit expires it)
-    voting_session = shown.session(matchmaking.issue_session(
-        voter, np.random.default_rng(), criterion, shown=True))
+    voting_session = matchmaking.issue_shown_session(voter, np.random.default_rng(), criterion)
     payload = {
         "session_id": voting_session.public_id,
         "voter_id": voter_id,
