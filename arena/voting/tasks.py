@@ -118,18 +118,43 @@ def card(voter: Voter | None, session: int | str, *, present: bool = True,
     if voter is None or loaded.voter_id != voter.id:
         raise matchmaking.NotYourSession("this session belongs to another browser: start "
                                          "your own from the home page")
-    waiting = [t for t in loaded.tasks if t.answered_at is None]
-    task = waiting[0] if waiting else None
+    task = _open_task(loaded)
     if present and task is not None and task.shown_at is None:
         now = now or utcnow()
-        task_id = task.id
 
         def write():
             with write_transaction(after_reads=True, keep_loaded=True):
-                run(_first_time_statement("shown_at"), {"p_task": task_id, "p_now": now})
+                _mark_shown(task.id, now)
 
         retry_on_lock(write)
         task = replace(task, shown_at=now)
+    return _card(loaded, task)
+
+
+def card_in_transaction(session_id: int, now: datetime) -> Card:
+    """Session ``session_id`` as :func:`card` gives it with ``present``, inside the caller's
+    write transaction (a vote's, whose page shows the next card): the same two statements,
+    without a transaction of their own. The caller has checked that the session is its
+    voter's."""
+    loaded = shown.session(session_id)
+    task = _open_task(loaded)
+    if task is not None and task.shown_at is None:
+        _mark_shown(task.id, now)
+        task = replace(task, shown_at=now)
+    return _card(loaded, task)
+
+
+def _open_task(loaded: ShownSession) -> ShownTask | None:
+    """The first task not answered (or skipped) yet, None once the session is done."""
+    return next((t for t in loaded.tasks if t.answered_at is None), None)
+
+
+def _mark_shown(task_id: int, now: datetime) -> None:
+    run(_first_time_statement("shown_at"), {"p_task": task_id, "p_now": now})
+
+
+def _card(loaded: ShownSession, task: ShownTask | None) -> Card:
+    waiting = [t for t in loaded.tasks if t.answered_at is None]
     return Card(loaded, task, waiting[1] if len(waiting) > 1 else None)
 
 

@@ -46,7 +46,13 @@ from arena.models import (
 from arena.ranking.elo import EloParams, elo_update
 from arena.voting import flags as vote_flags
 from arena.voting import matchmaking, pacing
-from arena.voting.tasks import NotYourTask, ReadNotConfirmed, TaskNotFound
+from arena.voting.tasks import (
+    Card,
+    NotYourTask,
+    ReadNotConfirmed,
+    TaskNotFound,
+    card_in_transaction,
+)
 
 __all__ = ["InvalidVote", "NotYourTask", "TaskNotFound", "VoteResult", "cast_vote",
            "ensure_ratings", "replay"]
@@ -66,6 +72,9 @@ class VoteResult:
     session_id: str  # public id of the task's session, for the next card
     duplicate: bool = False
     validation_failed: bool = False
+    # with cast_vote's next_card: the session's card after this vote, its open task shown
+    # from the vote's time (arena.voting.tasks.card_in_transaction); None for a duplicate
+    card: Card | None = None
 
 
 @dataclass(frozen=True)
@@ -131,10 +140,14 @@ def _validate_payload(choice, response_ms) -> int | None:
 
 
 def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
-              now: datetime | None = None, language: str | None = None) -> VoteResult:
+              now: datetime | None = None, language: str | None = None,
+              next_card: bool = False) -> VoteResult:
     """Record ``voter``'s answer to task ``task_id`` and commit it with its Elo update.
     ``now`` is the server's clock (simulations pass their own; requests never do);
     ``language`` the code of the language the voter's page was in, stored with the vote.
+    With ``next_card`` the session's next card is read, and its open task recorded as
+    shown, in the vote's own write transaction (``VoteResult.card``): the page that shows
+    it needs no transaction of its own.
 
     A second answer to the same task (a double tap, a replayed request, a race between two
     requests) changes nothing and returns ``VoteResult(accepted=False, duplicate=True)``.
@@ -165,7 +178,8 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
     pool = voter.pool or 0  # (read before the rollback expires the voter)
     end_reads()  # (on SQLite the write transaction starts afresh)
     try:
-        retry_on_lock(lambda: _record(ballot, elo_params()))
+        card = retry_on_lock(lambda: _record(ballot, elo_params(),
+                                             context.task_session_id if next_card else None))
     except IntegrityError:  # the unique task_id: a concurrent request recorded it first
         db.session.rollback()
         return VoteResult(accepted=False, session_id=context.session_id, duplicate=True)
@@ -176,7 +190,7 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
         matchmaking.gold_wanted.send(None, voter_id=ballot.voter_id,
                                      criterion=ballot.criterion, pool=pool)
     return VoteResult(accepted=True, session_id=context.session_id,
-                      validation_failed=ballot.correct is False)
+                      validation_failed=ballot.correct is False, card=card)
 
 
 _LEFT, _RIGHT = aliased(Image), aliased(Image)
@@ -187,6 +201,7 @@ def _context_query():
     return (
         select(Task.id, Task.voter_id, Task.answered_at, Task.skipped_at, Task.read_confirmed_at,
                Task.shown_at, Task.issued_at, Task.left_image_id, Task.right_image_id,
+               Task.session_id.label("task_session_id"),
                VotingSession.public_id.label("session_id"),
                Comparison.id.label("comparison_id"), Comparison.criterion,
                Comparison.is_validation, Comparison.correct_image_id,
@@ -254,13 +269,15 @@ def _flags(criterion: str, server_ms: int, voter: Voter) -> int:
     return flags
 
 
-def _record(ballot: Ballot, params: EloParams) -> None:
+def _record(ballot: Ballot, params: EloParams, card_of: int | None = None) -> Card | None:
     """One write transaction: the voter's turn (the pacing floor, decided under the voter's
     row lock, with the trust change of a gold answer), the rating pair locked, then the vote
     inserted, the task marked answered, the comparison's counter and the two ratings moved
     (three statements on PostgreSQL, six elsewhere). Every statement is built once per
     shape of vote (:func:`_writes`) and run with this vote's values. Loaded objects are
-    not expired by the commit (see :data:`_MOVED_VOTER_COLUMNS`)."""
+    not expired by the commit (see :data:`_MOVED_VOTER_COLUMNS`). With ``card_of`` (the
+    session's id) the session's next card is read and presented before the commit, and
+    returned."""
     with write_transaction(after_reads=True, keep_loaded=True):
         also, trust = _trust_change(ballot.correct)
         paced = pacing.take_turn(ballot.voter_id, ballot.at, _floor_ms(ballot.criterion),
@@ -279,6 +296,7 @@ def _record(ballot: Ballot, params: EloParams) -> None:
         for statement in _writes(counted=not ballot.flags, rated=ballot.rated,
                                  combined=postgres):
             run(statement, values)
+        return None if card_of is None else card_in_transaction(card_of, ballot.at)
 
 
 _VOTE_COLUMNS = ("task_id", "voter_id", "comparison_id", "criterion", "choice",

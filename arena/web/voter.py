@@ -96,14 +96,14 @@ def start():
 
 
 def _render_card(voting_session: int | str, warning: str | None = None,
-                 error: str | None = None, status: int = 200):
+                 error: str | None = None, status: int = 200, card: tasks.Card | None = None):
     """The current voter's session (its id or public id) as its card: the open task, shown
-    from now, or the end of the session."""
+    from now, or the end of the session. ``card``: that card read already (a vote's)."""
     voter = _current_voter()
     standing = panels.standing(voter) if voter is not None else None
     # a panel participant who gave every answer asked for gets the code, not more work
     done = standing is not None and standing.done
-    card = tasks.card(voter, voting_session, present=not done)
+    card = card or tasks.card(voter, voting_session, present=not done)
     task = None if done else card.task
     context = {"session_id": card.session.public_id, "warning": warning, "error": error,
                "task": task_view(task) if task else None, "standing": standing,
@@ -237,11 +237,15 @@ def vote(task_id: int):
         response_ms = int(request.form.get("response_ms") or 0) or None
     except ValueError:
         response_ms = None  # a timing is a courtesy of the page, never a reason to refuse
-    result = votes.cast_vote(_require_voter(), task_id, request.form.get("choice"),
-                             response_ms, language=i18n.current_language())
+    voter = _require_voter()
+    # the htmx page shows the next card: read in the vote's transaction, except for a panel
+    # participant, whose card depends on their standing after the vote
+    result = votes.cast_vote(voter, task_id, request.form.get("choice"), response_ms,
+                             language=i18n.current_language(),
+                             next_card=is_htmx() and not voter.pool)
     if is_htmx():
         warning = VALIDATION_WARNING if result.validation_failed else None
-        return _render_card(result.session_id, warning=warning)
+        return _render_card(result.session_id, warning=warning, card=result.card)
     if result.validation_failed:
         session["validation_warning"] = True
     return redirect(url_for("voter.show_session", public_id=result.session_id), 303)

@@ -134,6 +134,27 @@ def test_answered_task_is_marked(campaign):
     assert card.task.id == session.tasks[0].id and card.following.id == session.tasks[2].id
 
 
+def test_the_next_card_comes_with_the_vote_as_a_separate_read_gives_it(campaign):
+    """next_card: the card the page shows after the vote, read and presented in the vote's
+    transaction, is the one tasks.card gives afterwards, its open task shown from the vote's
+    time; a duplicate vote brings none (the page reads the card itself then)."""
+    voter, session = start(validation_rate=0.0)
+    first, second, third = (t.id for t in session.tasks[:3])
+    at = utcnow()
+    result = votes.cast_vote(voter, first, "left", now=at, next_card=True)
+    assert result.accepted and result.card is not None
+    assert (result.card.task.id, result.card.task.shown_at) == (second, at)
+    assert result.card.following.id == third
+    db.session.expire_all()
+    after = tasks.card(voter, session.id, present=False)
+    assert (after.task, after.following) == (result.card.task, result.card.following)
+    assert db.session.get(Task, second).shown_at == at
+    assert db.session.get(Task, third).shown_at is None
+    again = votes.cast_vote(voter, first, "left", next_card=True)
+    assert again.duplicate and again.card is None
+    assert votes.cast_vote(voter, second, "left").card is None  # (not asked for)
+
+
 # --- The read gate, as the service enforces it for every channel --------------------------
 
 
