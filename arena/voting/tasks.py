@@ -204,7 +204,16 @@ def present(tasks: list[Task], now: datetime | None = None) -> None:
 def confirm_read(voter: Voter, task_id: int, now: datetime | None = None):
     """Record that ``voter`` confirmed reading the caption of task ``task_id``. Commits.
     Confirming twice changes nothing. Returns the task's row as :func:`owned_task` read it
-    (before the confirmation).
+    (before the confirmation). Raises as :func:`confirm_read_with_card`."""
+    return confirm_read_with_card(voter, task_id, now, with_card=False)[0]
+
+
+def confirm_read_with_card(voter: Voter, task_id: int, now: datetime | None = None, *,
+                           with_card: bool = True) -> tuple:
+    """:func:`confirm_read`, and with ``with_card`` the session's card after it, read in the
+    confirmation's write transaction (the page shows it next; :func:`card_in_transaction`).
+    Returns the task's row and the card, None when nothing was written (confirmed before)
+    or not asked for.
 
     Raises
     ------
@@ -217,7 +226,7 @@ def confirm_read(voter: Voter, task_id: int, now: datetime | None = None):
     """
     task = owned_task(voter, task_id)
     if task.read_confirmed_at is not None:
-        return task
+        return task, None
     caption = task.caption
     if caption is None:
         raise Conflict("this task has no caption to confirm")
@@ -231,17 +240,18 @@ def confirm_read(voter: Voter, task_id: int, now: datetime | None = None):
     ready = start + timedelta(milliseconds=reveal)
     if now < ready:
         raise _still_revealing(math.ceil((ready - now).total_seconds() * 1000))
-    task_id, voter_id = task.id, voter.id
+    task_id, voter_id, session_id = task.id, voter.id, task.session_id
 
     def write():
         with write_transaction(after_reads=True, keep_loaded=True):
             if not pacing.try_turn(voter_id, now, reveal):  # another action raced this one
                 raise _still_revealing(reveal)
             run(_first_time_statement("read_confirmed_at"), {"p_task": task_id, "p_now": now})
+            return card_in_transaction(session_id, now) if with_card else None
 
-    retry_on_lock(write)
+    after = retry_on_lock(write)
     expire_as_committed(voter, ("last_action_at",))  # (the card after it reads the rest)
-    return task
+    return task, after
 
 
 def skip(voter: Voter, task_id: int, now: datetime | None = None):

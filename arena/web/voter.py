@@ -209,7 +209,11 @@ def report(task_id: int):
 @renders_errors(_render_task_error)
 def confirm_read(task_id: int):
     """The voter confirms having read the caption; the images become selectable."""
-    return _card_after(tasks.confirm_read(_require_voter(), task_id))
+    voter = _require_voter()
+    if not is_htmx() or voter.pool:  # (a panel participant's card follows their standing)
+        return _card_after(tasks.confirm_read(voter, task_id))
+    task, card = tasks.confirm_read_with_card(voter, task_id)
+    return _render_card(task.session_id, card=card)
 
 
 @bp.post("/t/<int:task_id>/skip")

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from arena.extensions import db
-from arena.models import Task, Vote, Voter, utcnow
+from arena.models import EloRating, Task, Vote, Voter, utcnow
 from arena.voting import flags, tasks, votes
 from tests.factories import make_campaign, new_voter, start
 
@@ -85,6 +85,16 @@ def test_a_session_voted_all_at_once_counts_one_vote(any_app):
         stored = db.session.scalars(select(Vote)).all()
         assert len(stored) == 12
         assert sum(1 for v in stored if v.flags == 0) == 4  # one per round
+        # only the counted ones moved the ratings, as a replay of the log moves them, and
+        # the voter's clock holds the last of the three
+        online = {(r.criterion, r.model_id): (r.rating, r.votes)
+                  for r in db.session.scalars(select(EloRating))}
+        assert sum(n for _, n in online.values()) == 2 * 4
+        votes.replay()
+        db.session.expire_all()
+        assert {(r.criterion, r.model_id): (r.rating, r.votes)
+                for r in db.session.scalars(select(EloRating))} == online
+        assert db.session.get(Voter, voter_id).last_action_at == max(v.created_at for v in stored)
 
 
 def test_captions_are_read_one_at_a_time(make_app):

@@ -192,6 +192,21 @@ def test_confirmation_counts_only_after_the_reveal(captioned, ctx):
     assert votes.cast_vote(voter, task.id, "right").accepted
 
 
+def test_the_card_after_a_confirmation_comes_with_it_as_a_separate_read_gives_it(captioned):
+    voter, task = captioned
+    shown = utcnow() - timedelta(minutes=1)
+    tasks.present([task], now=shown)
+    at = shown + timedelta(milliseconds=tasks.reveal_ms(tasks.caption_of(task)))
+    row, card = tasks.confirm_read_with_card(voter, task.id, now=at)
+    assert row.id == task.id and card.task.id == task.id
+    assert card.task.read_confirmed_at == at and card.task.shown_at == shown
+    db.session.expire_all()
+    after = tasks.card(voter, row.session_id, present=False)
+    assert (after.task, after.following) == (card.task, card.following)
+    again = tasks.confirm_read_with_card(voter, task.id, now=at + timedelta(seconds=1))
+    assert again[1] is None  # (confirmed before: nothing written, the page reads the card)
+
+
 def test_presenting_again_keeps_the_first_time(captioned):
     _voter, task = captioned
     first = utcnow() - timedelta(minutes=5)
