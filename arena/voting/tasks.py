@@ -131,12 +131,19 @@ def card(voter: Voter | None, session: int | str, *, present: bool = True,
     return _card(loaded, task)
 
 
-def card_in_transaction(session_id: int, now: datetime) -> Card:
-    """Session ``session_id`` as :func:`card` gives it with ``present``, inside the caller's
-    write transaction (a vote's, whose page shows the next card): the same two statements,
-    without a transaction of their own. The caller has checked that the session is its
-    voter's."""
+def card_in_transaction(voter_id: int, session_id: int, now: datetime) -> Card:
+    """Session ``session_id`` of voter ``voter_id`` as :func:`card` gives it with
+    ``present``, inside the caller's write transaction (a vote's, whose page shows the next
+    card): the same two statements, without a transaction of their own.
+
+    Raises
+    ------
+    NotYourSession
+        (the caller found the session through a task of the voter's; checked all the same)
+    """
     loaded = shown.session(session_id)
+    if loaded is None or loaded.voter_id != voter_id:
+        raise matchmaking.NotYourSession("this session belongs to another voter")
     task = _open_task(loaded)
     if task is not None and task.shown_at is None:
         _mark_shown(task.id, now)
@@ -247,7 +254,7 @@ def confirm_read_with_card(voter: Voter, task_id: int, now: datetime | None = No
             if not pacing.try_turn(voter_id, now, reveal):  # another action raced this one
                 raise _still_revealing(reveal)
             run(_first_time_statement("read_confirmed_at"), {"p_task": task_id, "p_now": now})
-            return card_in_transaction(session_id, now) if with_card else None
+            return card_in_transaction(voter_id, session_id, now) if with_card else None
 
     after = retry_on_lock(write)
     expire_as_committed(voter, ("last_action_at",))  # (the card after it reads the rest)

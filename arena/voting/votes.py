@@ -296,7 +296,8 @@ def _record(ballot: Ballot, params: EloParams, card_of: int | None = None) -> Ca
         for statement in _writes(counted=not ballot.flags, rated=ballot.rated,
                                  combined=postgres):
             run(statement, values)
-        return None if card_of is None else card_in_transaction(card_of, ballot.at)
+        return (None if card_of is None
+                else card_in_transaction(ballot.voter_id, card_of, ballot.at))
 
 
 _VOTE_COLUMNS = ("task_id", "voter_id", "comparison_id", "criterion", "choice",

@@ -101,6 +101,33 @@ def test_participants_vote_on_their_study_alone_and_get_the_code(app, two_campai
     assert "C0DE42" in again.get_data(as_text=True)
 
 
+def test_the_htmx_pages_give_the_code_and_put_no_more_work_on_screen(app, two_campaigns):
+    """The phone's own flow (each vote and confirmation answered with the next card): the
+    code comes with the vote that earns it, and the task after it is never stamped shown,
+    so nothing counts as put in front of a participant who is done."""
+    key, study_id = two_campaigns
+    client, _ = join(app, key)
+    htmx = {"HX-Request": "true"}
+    html = client.get("/").get_data(as_text=True)
+    location = client.post("/start", data={"csrf_token": csrf_token(html)}).headers["Location"]
+    html = client.get(location).get_data(as_text=True)
+    for _ in range(4):
+        if task_id(html) is None:  # (the session is done: the next one)
+            response = client.post("/start", data={"csrf_token": csrf_token(html)})
+            html = client.get(response.headers["Location"]).get_data(as_text=True)
+        html = confirm_read_if_asked(client, html, **htmx)
+        html = client.post(f"/t/{task_id(html)}", headers=htmx, data={
+            "csrf_token": csrf_token(html), "choice": "left"}).get_data(as_text=True)
+    assert "C0DE42" in html and task_id(html) is None
+    with app.app_context():
+        voter = db.session.scalar(select(Voter).where(Voter.pool == study_id))
+        waiting_on_screen = db.session.scalar(select(func.count()).select_from(Task).where(
+            Task.voter_id == voter.id, Task.answered_at.is_(None), Task.shown_at.is_not(None)))
+        assert db.session.scalar(select(func.count()).select_from(Task).where(
+            Task.voter_id == voter.id, Task.answered_at.is_(None))) > 0  # (work was left)
+        assert waiting_on_screen == 0
+
+
 def test_the_open_crowd_never_gets_the_studys_pairs(app, two_campaigns):
     _, study_id = two_campaigns
     client = app.test_client()

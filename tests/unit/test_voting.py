@@ -2,14 +2,14 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import OperationalError
 
 from arena.errors import Conflict
 from arena.extensions import db
 from arena.infra import database
 from arena.models import Comparison, EloRating, Task, Vote, Voter, utcnow
-from arena.voting import tasks, votes
+from arena.voting import matchmaking, tasks, votes
 from tests.factories import answer, new_voter, read_caption, start
 
 
@@ -153,6 +153,39 @@ def test_the_next_card_comes_with_the_vote_as_a_separate_read_gives_it(campaign)
     again = votes.cast_vote(voter, first, "left", next_card=True)
     assert again.duplicate and again.card is None
     assert votes.cast_vote(voter, second, "left").card is None  # (not asked for)
+
+
+def test_a_vote_retried_on_a_lock_brings_the_card_of_its_last_attempt(campaign, monkeypatch):
+    """retry_on_lock runs the whole write again, the card's read and stamp included: one
+    vote, the next task stamped with the vote's time, the card of the attempt that
+    committed."""
+    voter, session = start(validation_rate=0.0)
+    first, second = session.tasks[0].id, session.tasks[1].id
+    from arena.voting import pacing
+
+    real, calls = pacing.take_turn, []
+
+    def locked_once(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise OperationalError("UPDATE voter", {}, Exception("database is locked"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pacing, "take_turn", locked_once)
+    at = utcnow()
+    result = votes.cast_vote(voter, first, "left", now=at, next_card=True)
+    assert len(calls) == 2 and result.accepted
+    assert (result.card.task.id, result.card.task.shown_at) == (second, at)
+    db.session.expire_all()
+    assert db.session.scalar(select(func.count()).select_from(Vote)) == 1
+    assert db.session.get(Task, second).shown_at == at
+
+
+def test_the_card_in_a_transaction_is_only_its_voters(campaign):
+    voter, session = start(validation_rate=0.0)
+    with pytest.raises(matchmaking.NotYourSession):
+        tasks.card_in_transaction(voter.id + 1, session.id, utcnow())
+    db.session.rollback()
 
 
 # --- The read gate, as the service enforces it for every channel --------------------------
