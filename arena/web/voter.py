@@ -210,7 +210,7 @@ def report(task_id: int):
 def confirm_read(task_id: int):
     """The voter confirms having read the caption; the images become selectable."""
     voter = _require_voter()
-    if not is_htmx() or voter.pool:  # (a panel participant's card follows their standing)
+    if not _card_in_the_write(voter):
         return _card_after(tasks.confirm_read(voter, task_id))
     task, card = tasks.confirm_read_with_card(voter, task_id)
     return _render_card(task.session_id, card=card)
@@ -223,6 +223,13 @@ def confirm_read(task_id: int):
 def skip(task_id: int):
     """The voter cannot decide: no vote, the next task."""
     return _card_after(tasks.skip(_require_voter(), task_id))
+
+
+def _card_in_the_write(voter) -> bool:
+    """Whether the card the response shows is read in the action's own write transaction:
+    for the htmx page, except for a panel participant, whose card depends on their standing
+    after the action (:func:`_render_card`)."""
+    return is_htmx() and not voter.pool
 
 
 def _card_after(task):
@@ -242,11 +249,9 @@ def vote(task_id: int):
     except ValueError:
         response_ms = None  # a timing is a courtesy of the page, never a reason to refuse
     voter = _require_voter()
-    # the htmx page shows the next card: read in the vote's transaction, except for a panel
-    # participant, whose card depends on their standing after the vote
     result = votes.cast_vote(voter, task_id, request.form.get("choice"), response_ms,
                              language=i18n.current_language(),
-                             next_card=is_htmx() and not voter.pool)
+                             next_card=_card_in_the_write(voter))
     if is_htmx():
         warning = VALIDATION_WARNING if result.validation_failed else None
         return _render_card(result.session_id, warning=warning, card=result.card)
