@@ -127,7 +127,9 @@ def configure_extensions(app: Flask) -> None:
     )
     from arena.infra.storage import LocalStorage
     from arena.web import limits
+    from arena.web.cookies import CookieSessions
 
+    app.session_interface = CookieSessions()  # Flask's signed cookie, its signer made once
     db.init_app(app)
     csrf.init_app(app)
     limits.init_app(app)
