@@ -2,7 +2,7 @@
 
     .venv/bin/pip install -e ".[bench]"          # locust
     .venv/bin/python benchmarks/ingest.py [--postgres URL] [--users 16] [--seconds 30]
-                                          [--workers CORES] [--threads 4] [--html] [--cold]
+                                          [--workers CORES] [--threads T] [--html] [--cold]
 
 For each database (SQLite, and PostgreSQL when ``--postgres`` names an empty database): a
 fresh instance with the demo campaign and its gold supply made ahead (``arena campaign
@@ -42,6 +42,8 @@ import numpy as np  # noqa: E402
 from harness import free_port, instance_env  # noqa: E402
 from locust import HttpUser, events, task  # noqa: E402
 from locust.env import Environment  # noqa: E402
+
+from arena.cli.server import default_threads  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -168,6 +170,9 @@ def drive(user, host: str, users: int, seconds: float) -> dict:
 
 
 def run(label: str, url: str | None, args) -> None:
+    # (both servers with arena serve's default threads for the database, unless given)
+    args = argparse.Namespace(**{**vars(args), "threads": args.threads
+                                 or default_threads(url or "sqlite://")})
     instance = Path(tempfile.mkdtemp(prefix="arena-ingest-"))
     env = instance_env(instance, url, args.set)
     subprocess.run([str(BIN / "arena"), "demo", "--votes", "0"], env=env, cwd=ROOT,
@@ -259,7 +264,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="processes of each server (default: one per core, as arena serve)")
-    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads per process of each server (default: arena serve's "
+                             "for the database, 2 on SQLite and 4 on PostgreSQL)")
     parser.add_argument("--html", action="store_true", help="drive the htmx voter pages")
     parser.add_argument("--cold", action="store_true",
                         help="skip `arena campaign fill-gold`: the server renders the damaged "

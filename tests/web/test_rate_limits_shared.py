@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from arena.cli.server import default_workers, usable_cpus
+from arena.cli.server import default_threads, default_workers, usable_cpus
 from arena.infra.ratelimit_store import SQLiteStorage, default_uri
 from tests.factories import make_campaign
 
@@ -72,7 +72,7 @@ def test_serve_runs_a_worker_per_core_on_the_default_store_and_one_on_memory(tmp
     finally:
         out = stop(server)
     cores = min(usable_cpus(), 8)
-    assert f"with {cores} worker(s) x 4 threads" in out
+    assert f"with {cores} worker(s) x 2 threads" in out  # (SQLite's default)
     assert out.count("Booting worker") == cores
     env = {**server_env(instance), "ARENA_RATELIMIT_STORAGE_URI": "memory://"}
     port = free_port()
@@ -95,6 +95,13 @@ def test_the_default_worker_count_follows_the_cores_and_the_limit_store():
     assert default_workers(True, cpus=None) == min(usable_cpus(), 8)
     assert 1 <= usable_cpus() <= (os.cpu_count() or 1)
     assert default_workers(False, cpus=8) == 1
+
+
+def test_the_default_thread_count_follows_the_database():
+    """SQLite: two threads took as many votes as four with a third of the p99; PostgreSQL
+    gains from more threads (benchmarks/ingest.py, arena.cli.server.default_threads)."""
+    assert default_threads("sqlite:////srv/arena/instance/arena.sqlite3") == 2
+    assert default_threads("postgresql+psycopg://arena@db/arena") == 4
 
 
 def test_threads_opening_a_new_counter_file_at_once_all_get_it(tmp_path):
