@@ -7,7 +7,7 @@ gets its empty session without one, and a session nobody touched costs nothing o
 out. The cookie's format, its signature and every ``SESSION_COOKIE_*`` setting are
 Flask's: a cookie signed before reads the same after, and ``SECRET_KEY_FALLBACKS`` still
 verifies cookies signed with an earlier key. Paired in one process
-(benchmarks/request_cost.py's API flow), API requests came out 1-7% faster (medians).
+(benchmarks/request_cost.py's API flow), API requests' medians came out 0.8-2% lower.
 """
 
 from __future__ import annotations
