@@ -48,7 +48,8 @@ def test_a_forged_or_tampered_cookie_opens_an_empty_session(app):
     assert _opened(app, other.dumps({"voter": "abc"})) == {}
 
 
-def test_token_requests_get_no_cookie(client, web_campaign):
+def test_token_requests_get_no_cookie(make_app, web_campaign):
+    client = make_app(REVEAL_WORD_MS=0).test_client()  # (a caption confirmed at once)
     response = api_session(client)
     assert response.status_code == 201
     assert "Set-Cookie" not in response.headers
