@@ -162,18 +162,20 @@ def pick_validation(voter_id: int, criterion: str, rng, pool: int = 0):
 
 @cache
 def _validation_query(criterion: str):
-    """The candidates read once (a window gives their least ``issued``; a subquery for it
-    read them all a second time: 0.7 ms with 465 gold pairs), the sample of the least
-    issued numbered, the ``p_pick``-th kept."""
-    candidates = _candidates(criterion, validation=True).with_only_columns(
-        *PICKED, Comparison.issued, func.min(Comparison.issued).over().label("least")
-    ).subquery()
-    sample = (select(*(candidates.c[column.key] for column in PICKED))
-              .where(candidates.c.issued == candidates.c.least).limit(GOLD_SAMPLE).subquery())
-    numbered = select(sample, (func.row_number().over() - 1).label("k"),
-                      func.count().over().label("n")).subquery()
-    return (select(*(numbered.c[column.key] for column in PICKED))
-            .where(numbered.c.k == bindparam("p_pick", type_=Integer) % numbered.c.n))
+    """The candidates read once into a materialised WITH (their least ``issued``, how many
+    are at it, and the pick all read from it), the ``p_pick``-th of the first
+    ``GOLD_SAMPLE`` at the least kept by OFFSET. Numbering the sample with windows over
+    nested subqueries took twice as long on SQLite (0.37 against 0.19 ms with 404 gold
+    pairs, benchmarks/request_cost.py's demo)."""
+    gold = (_candidates(criterion, validation=True)
+            .with_only_columns(*PICKED, Comparison.issued)
+            .cte("gold").prefix_with("MATERIALIZED"))
+    at_least = gold.c.issued == select(func.min(gold.c.issued)).scalar_subquery()
+    sample = select(func.count()).select_from(
+        select(gold.c.id).where(at_least).limit(GOLD_SAMPLE).subquery()).scalar_subquery()
+    pick = func.coalesce(bindparam("p_pick", type_=Integer) % func.nullif(sample, 0), 0)
+    return (select(*(gold.c[column.key] for column in PICKED))
+            .where(at_least).limit(1).offset(pick))
 
 
 def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
