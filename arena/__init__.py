@@ -86,12 +86,9 @@ def configure_app(app: Flask, config: dict | None) -> None:
     if config:
         app.config.update(config)
     app.config["SQLALCHEMY_DATABASE_URI"] = database_url(app)
+    # (no pool_pre_ping: arena.infra.database pings a PostgreSQL connection at check-out
+    # only when it has lain idle, and an operator's SQLALCHEMY_ENGINE_OPTIONS still apply)
     app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {})
-    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("postgresql"):
-        app.config["SQLALCHEMY_ENGINE_OPTIONS"] = {
-            "pool_pre_ping": True,
-            **app.config["SQLALCHEMY_ENGINE_OPTIONS"],
-        }
     for key in SECRET_SETTINGS:
         if not app.config.get(key):
             # Good enough for one-off CLI commands; `arena serve` and `arena demo` write

@@ -1,0 +1,91 @@
+"""PostgreSQL's pooled connections are pinged at check-out only after lying idle
+(arena.infra.database.PING_AFTER_IDLE_S): a server restart takes longer than that, so a
+connection that lived through one is found dead and replaced before a request meets it,
+while one back in use within milliseconds (every connection under load) costs no round trip.
+The attack-free failure each test stages: the connection's backend killed, as a restart or
+an administrator's ``pg_terminate_backend`` kills it."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.exc import DBAPIError
+
+from arena.extensions import db
+from arena.infra import database
+from arena.infra.prepared import run
+from tests.conftest import _pg_admin
+
+pytestmark = pytest.mark.postgres
+PID = select(func.pg_backend_pid())
+
+
+def _kill(backend: int) -> None:
+    admin = _pg_admin()
+    try:
+        admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+    finally:
+        admin.close()
+
+
+def _only_connection_checked_in() -> int:
+    """The pool emptied, then one connection used and given back (as a request ends): the
+    next check-out gets that one. Returns its backend's pid."""
+    db.session.remove()
+    db.engine.dispose()
+    backend = run(PID).scalar()
+    db.session.remove()
+    return backend
+
+
+def test_a_connection_lost_while_idle_is_replaced_before_the_request_meets_it(
+        pg_app, monkeypatch):
+    client = pg_app.test_client()
+    with pg_app.app_context():
+        backend = _only_connection_checked_in()
+        _kill(backend)
+        monkeypatch.setattr(database, "PING_AFTER_IDLE_S", 0.0)  # (idle long enough)
+        ready = client.get("/api/v1/health/ready")
+        assert ready.status_code == 200, ready.text  # the request never met the dead one
+        assert run(PID).scalar() != backend
+
+
+def test_a_connection_back_in_use_at_once_is_not_pinged(pg_app, monkeypatch):
+    """The trade-off, stated: no ping within PING_AFTER_IDLE_S of the last use, so a
+    connection lost in that second fails the one request that meets it (503, asking to
+    retry), is dropped, and the next request gets a fresh one."""
+    monkeypatch.setattr(database, "PING_AFTER_IDLE_S", 3600.0)
+    client = pg_app.test_client()
+    with pg_app.app_context():
+        backend = _only_connection_checked_in()
+        _kill(backend)
+        with pytest.raises(DBAPIError) as lost:
+            run(PID)
+        assert lost.value.connection_invalidated
+        db.session.rollback()
+        assert run(PID).scalar() != backend
+        db.session.remove()
+    assert client.get("/api/v1/health/ready").status_code == 200
+
+
+def test_pinged_once_after_idling_and_not_when_back_at_once(pg_app, monkeypatch):
+    """Counted at the driver: a cursor opened at check-out (the SELECT 1) only when the
+    connection has idled for PING_AFTER_IDLE_S."""
+    opened = []
+    real = psycopg.Connection.cursor
+
+    def counted(self, *args, **kwargs):
+        opened.append(self)
+        return real(self, *args, **kwargs)
+
+    with pg_app.app_context():
+        _only_connection_checked_in()
+        monkeypatch.setattr(psycopg.Connection, "cursor", counted)
+        monkeypatch.setattr(database, "PING_AFTER_IDLE_S", 3600.0)
+        db.session.connection()
+        assert opened == []
+        db.session.remove()
+        monkeypatch.setattr(database, "PING_AFTER_IDLE_S", 0.0)
+        db.session.connection()
+        assert len(opened) == 1
