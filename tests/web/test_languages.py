@@ -116,3 +116,38 @@ def test_refusals_and_error_pages_speak_the_voters_language(client, web_campaign
     assert "harus berusia 18 tahun" in refused.get_data(as_text=True)
     other = client.get("/s/not-a-session-of-yours").get_data(as_text=True)
     assert "Tidak ditemukan" in other or "bukan milik Anda" in other
+
+
+TEMPLATES = [  # what the pages hold: plain strings, strings with variables, a literal %
+    '{{ _("Caption") }}|{{ _("Question %(position)s of %(total)s", position=p, total=2) }}',
+    '{{ gettext("Close") }} {{ _("100%% sure") }} {{ _("Other image") }}',
+    '{% autoescape false %}{{ _("Question %(position)s of %(total)s", position=p, total=1) '
+    '}}{{ _("Caption") }}{% endautoescape %}',
+    '{% trans %}Caption{% endtrans %} {% trans n=p %}Question {{ n }} of 3{% endtrans %}',
+]
+
+
+@pytest.mark.parametrize("code", ["en", "es", "ar"])
+def test_template_strings_render_as_jinjas_own_gettext_renders_them(app, code):
+    """The kept renderings of templates' strings (arena.web.i18n.template_gettext) against
+    Jinja's own new-style gettext on the same catalogue: the same text in each language,
+    twice over (the second from what was kept), and a variable escaped, never kept."""
+    from flask import render_template_string
+    from jinja2 import Environment
+
+    from arena.web.i18n import _translations
+
+    hostile = "<script>alert(1)</script>"
+    with app.test_request_context(headers={"Accept-Language": code}):
+        reference = Environment(extensions=["jinja2.ext.i18n"], autoescape=True)
+        reference.install_gettext_translations(_translations(), newstyle=True)
+        for source in TEMPLATES:
+            for position in (1, hostile, 2):
+                expected = reference.from_string(source).render(p=position)
+                assert render_template_string(source, p=position) == expected
+        assert "&lt;script&gt;" in render_template_string(TEMPLATES[0], p=hostile)
+        kept = _translations().__dict__["arena_rendered"]
+        assert ("Caption", True) in kept and not any(hostile in str(v) for v in kept.values())
+    if code == "es":
+        with app.test_request_context(headers={"Accept-Language": code}):
+            assert render_template_string('{{ _("Caption") }}') != "Caption"
