@@ -123,12 +123,13 @@ def configure_extensions(app: Flask) -> None:
         ratelimit_store,  # noqa: F401  (registers arena+sqlite://)
     )
     from arena.infra.storage import LocalStorage
-    from arena.web import limits
+    from arena.web import csrf_tokens, limits
     from arena.web.cookies import CookieSessions
 
     app.session_interface = CookieSessions()  # Flask's signed cookie, its signer made once
     db.init_app(app)
     csrf.init_app(app)
+    csrf_tokens.init_app(app)  # (each session's signed token kept, not re-signed per page)
     limits.init_app(app)
     compress.init_app(app)  # HTML, CSS, JS, JSON; never images (their bytes are the blinding)
     from arena.web import i18n
