@@ -61,3 +61,34 @@ def test_token_requests_get_no_cookie(make_app, web_campaign):
                        headers=bearer(body["voter_token"]), json={"choice": "left"})
     assert vote.status_code == 201
     assert "Set-Cookie" not in vote.headers
+
+
+def test_a_cookie_known_verified_still_expires_and_a_changed_one_is_checked_afresh(
+        app, monkeypatch):
+    """Cookies verified once are known by their text (arena.web.cookies): a tampered copy
+    of a known cookie is checked (and refused) on its own, a known cookie past the session
+    lifetime is refused, and a request that changes its session leaves the next request
+    with the same cookie seeing what the cookie says."""
+    from datetime import timedelta
+
+    from arena.web import cookies
+
+    cookie = _flask_cookie(app, {"voter": "abc", "lang": "es"})
+    assert _opened(app, cookie) == {"voter": "abc", "lang": "es"}  # verified, now known
+    payload, _, signature = cookie.rpartition(".")
+    assert _opened(app, payload + "." + signature[::-1]) == {}
+    assert _opened(app, _flask_cookie(app, {"voter": "abc"})[:-2] + "xx") == {}
+    with app.test_request_context("/", headers={"Cookie": f"session={cookie}"}):
+        opened = app.session_interface.open_session(app, request)
+        opened["voter"] = "someone-else"
+    assert _opened(app, cookie)["voter"] == "abc"
+    app.permanent_session_lifetime = timedelta(seconds=60)
+    later = cookies.time.time() + 61
+    monkeypatch.setattr(cookies.time, "time", lambda: later)
+    assert _opened(app, cookie) == {}
+
+
+def test_a_cookie_holding_more_than_plain_values_is_verified_every_time(app):
+    nested = _flask_cookie(app, {"voter": "abc", "seen": [1, 2]})
+    assert _opened(app, nested) == {"voter": "abc", "seen": [1, 2]}
+    assert not any(cookie == nested for _, cookie in app.session_interface._verified)
