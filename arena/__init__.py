@@ -119,7 +119,7 @@ def configure_proxies(app: Flask) -> None:
 def configure_extensions(app: Flask) -> None:
     from arena.extensions import compress, csrf, db
     from arena.infra import (
-        database,  # noqa: F401  (registers the SQLite engine hooks)
+        database,  # (also registers the SQLite engine hooks)
         ratelimit_store,  # noqa: F401  (registers arena+sqlite://)
     )
     from arena.infra.storage import LocalStorage
@@ -128,6 +128,8 @@ def configure_extensions(app: Flask) -> None:
 
     app.session_interface = CookieSessions()  # Flask's signed cookie, its signer made once
     db.init_app(app)
+    with app.app_context():
+        database.ping_when_idle(db.engine)  # (PostgreSQL: a connection that lay idle)
     csrf.init_app(app)
     csrf_tokens.init_app(app)  # (each session's signed token kept, not re-signed per page)
     limits.init_app(app)

@@ -17,7 +17,7 @@ from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import DateTime, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-import arena.infra.database  # noqa: F401  (the same SQLite pragmas and BEGIN handling)
+import arena.infra.database  # (the same SQLite pragmas, BEGIN handling and pool pings)
 
 app = Flask(__name__)
 app.config["SQLALCHEMY_DATABASE_URI"] = os.environ["CEILING_DATABASE_URL"]
@@ -40,6 +40,7 @@ class CeilingVote(db.Model):
 
 with app.app_context():
     db.create_all()
+    arena.infra.database.ping_when_idle(db.engine)  # (as Arena's pool: pinged after idling)
 
 
 @app.get("/healthz")

@@ -20,7 +20,7 @@ from flask import Flask, Request, Response
 from flask.sessions import SecureCookieSessionInterface, SessionMixin
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-VERIFIED_LIMIT = 50_000  # cookies kept verified (then started afresh)
+VERIFIED_LIMIT = 8192  # cookies kept verified (then started afresh; ~0.5 KB each)
 
 
 class CookieSessions(SecureCookieSessionInterface):
@@ -28,20 +28,23 @@ class CookieSessions(SecureCookieSessionInterface):
 
     def __init__(self) -> None:
         self._serializers: dict[tuple, URLSafeTimedSerializer] = {}
-        # (the serializer's id, the cookie) -> its data and when it was signed
-        self._verified: dict[tuple[int, str], tuple[dict, float]] = {}
+        # (the secret keys, the cookie) -> its data and when it was signed
+        self._verified: dict[tuple[tuple, str], tuple[dict, float]] = {}
 
     def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
         if not app.secret_key:
             return None
-        keys = (*(app.config["SECRET_KEY_FALLBACKS"] or ()), app.secret_key)
+        keys = self._keys(app)
         serializer = self._serializers.get(keys)
         if serializer is None:
             if len(self._serializers) >= 8:  # (keys changed under a long-lived app: tests)
                 self._serializers.clear()
-                self._verified.clear()  # (ids of serializers gone may be taken again)
             serializer = self._serializers[keys] = super().get_signing_serializer(app)
         return serializer
+
+    @staticmethod
+    def _keys(app: Flask) -> tuple:
+        return (*(app.config["SECRET_KEY_FALLBACKS"] or ()), app.secret_key)
 
     def open_session(self, app: Flask, request: Request):
         serializer = self.get_signing_serializer(app)
@@ -51,7 +54,7 @@ class CookieSessions(SecureCookieSessionInterface):
         if not cookie:
             return self.session_class()
         max_age = int(app.permanent_session_lifetime.total_seconds())
-        key = (id(serializer), cookie)
+        key = (self._keys(app), cookie)
         known = self._verified.get(key)
         if known is None:
             try:

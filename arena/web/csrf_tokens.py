@@ -7,7 +7,7 @@ a tenth of a caption confirmation's server time (py-spy, benchmarks/request_cost
 --html). A token is not single-use: any token signed for the session is accepted until it
 expires (``WTF_CSRF_TIME_LIMIT``; Arena's default ties it to the session cookie instead),
 so the one signed last for this raw token is handed out again while it has at least nine
-tenths of its life left. Kept per app, at most ``KEPT_LIMIT`` tokens (then started afresh).
+tenths of its life left. Kept per app and signing key, at most ``KEPT_LIMIT`` tokens.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 from flask import Flask, current_app, g, session
 from flask_wtf.csrf import generate_csrf
 
-KEPT_LIMIT = 50_000
+KEPT_LIMIT = 8192  # (then started afresh: an anonymous visitor makes one, ~0.5 KB)
 _KEPT = "arena_csrf_signed"
 
 
@@ -28,18 +28,20 @@ def csrf_token() -> str:
     if field in g:
         return g.get(field)
     kept: dict = current_app.extensions[_KEPT]
+    # (keyed by the signing key too: a key changed in a running app signs afresh)
+    key = current_app.config.get("WTF_CSRF_SECRET_KEY") or current_app.secret_key
     raw = session.get(field)
     limit = current_app.config.get("WTF_CSRF_TIME_LIMIT")
     now = time.time()
     if raw is not None:
-        signed = kept.get(raw)
+        signed = kept.get((key, raw))
         if signed is not None and (limit is None or now - signed[1] < limit / 10):
             setattr(g, field, signed[0])
             return signed[0]
     token = generate_csrf()
     if len(kept) >= KEPT_LIMIT:
         kept.clear()
-    kept[session[field]] = (token, now)
+    kept[key, session[field]] = (token, now)
     return token
 
 

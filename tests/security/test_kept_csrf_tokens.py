@@ -59,3 +59,14 @@ def test_kept_tokens_do_not_cross_apps(make_app, web_campaign):
     other = second.test_client()
     other.set_cookie("session", client.get_cookie("session").value)
     assert _start(other, token) == 400
+
+
+def test_a_signing_key_changed_in_a_running_app_signs_afresh(app, web_campaign):
+    """The CSRF key changed under a running app (the session cookie still valid): the kept
+    token, signed with the old key, is not handed out again; forms keep working."""
+    voter = app.test_client()
+    old = _token(voter)
+    app.config["WTF_CSRF_SECRET_KEY"] = "c" * 64
+    new = _token(voter)
+    assert new != old
+    assert _start(voter, old) == 400 and _start(voter, new) == 303

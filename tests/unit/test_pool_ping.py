@@ -12,10 +12,12 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 
+from arena.accounts import tokens
 from arena.extensions import db
 from arena.infra import database
 from arena.infra.prepared import run
 from tests.conftest import _pg_admin
+from tests.factories import make_campaign, vote_as
 
 pytestmark = pytest.mark.postgres
 PID = select(func.pg_backend_pid())
@@ -89,3 +91,36 @@ def test_pinged_once_after_idling_and_not_when_back_at_once(pg_app, monkeypatch)
         monkeypatch.setattr(database, "PING_AFTER_IDLE_S", 0.0)
         db.session.connection()
         assert len(opened) == 1
+
+
+def test_a_pinged_connection_is_left_outside_any_transaction(pg_app, monkeypatch):
+    """The ping runs in autocommit (the dialect's own): a ping that opened a transaction
+    left the connection "idle in transaction", and the vote export, which asks for
+    REPEATABLE READ, failed on every connection that had idled (found by an audit)."""
+    with pg_app.app_context():
+        make_campaign()
+        vote_as({}, ["model-0", "model-1", "model-2"])
+        token = tokens.create_token("alice")
+        _only_connection_checked_in()
+        monkeypatch.setattr(database, "PING_AFTER_IDLE_S", 0.0)
+        status = db.session.connection().connection.dbapi_connection.info.transaction_status
+        assert status == psycopg.pq.TransactionStatus.IDLE
+        db.session.remove()
+    exported = pg_app.test_client().get("/api/v1/votes",
+                                        headers={"Authorization": f"Bearer {token}"})
+    assert exported.status_code == 200 and exported.text.count("\n") > 1
+
+
+def test_a_ping_that_fails_for_another_reason_is_raised_not_taken_for_a_disconnect(
+        pg_app, monkeypatch):
+    with pg_app.app_context():
+        _only_connection_checked_in()
+        dialect = db.engine.dialect
+
+        def broken(dbapi_connection):
+            raise psycopg.ProgrammingError("not a disconnect")
+
+        monkeypatch.setattr(dialect, "do_ping", broken)
+        monkeypatch.setattr(database, "PING_AFTER_IDLE_S", 0.0)
+        with pytest.raises(DBAPIError, match="not a disconnect"):  # (SQLAlchemy wraps it)
+            db.session.connection()
