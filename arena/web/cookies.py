@@ -34,7 +34,9 @@ class CookieSessions(SecureCookieSessionInterface):
     def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
         if not app.secret_key:
             return None
-        keys = self._keys(app)
+        return self._serializer(app, self._keys(app))
+
+    def _serializer(self, app: Flask, keys: tuple) -> URLSafeTimedSerializer:
         serializer = self._serializers.get(keys)
         if serializer is None:
             if len(self._serializers) >= 8:  # (keys changed under a long-lived app: tests)
@@ -47,26 +49,25 @@ class CookieSessions(SecureCookieSessionInterface):
         return (*(app.config["SECRET_KEY_FALLBACKS"] or ()), app.secret_key)
 
     def open_session(self, app: Flask, request: Request):
-        serializer = self.get_signing_serializer(app)
-        if serializer is None:
+        if not app.secret_key:
             return None
         cookie = request.cookies.get(self.get_cookie_name(app))
         if not cookie:
             return self.session_class()
         max_age = int(app.permanent_session_lifetime.total_seconds())
-        key = (self._keys(app), cookie)
-        known = self._verified.get(key)
+        keys = self._keys(app)
+        known = self._verified.get((keys, cookie))
         if known is None:
             try:
-                data, signed = serializer.loads(cookie, max_age=max_age,
-                                                return_timestamp=True)
+                data, signed = self._serializer(app, keys).loads(
+                    cookie, max_age=max_age, return_timestamp=True)
             except BadSignature:  # (forged, or expired)
                 return self.session_class()
             known = (data, signed.timestamp())
             if _flat(data):
                 if len(self._verified) >= VERIFIED_LIMIT:
                     self._verified.clear()
-                self._verified[key] = known
+                self._verified[keys, cookie] = known
         elif time.time() - known[1] > max_age:
             return self.session_class()  # (expired since it was verified)
         return self.session_class(known[0])  # (a copy: this request may change it)
