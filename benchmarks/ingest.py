@@ -15,7 +15,9 @@ vote-shaped row per request (benchmarks/ceiling.py). Locust drives both with ``-
 phone voters through the JSON API, without think time: a session, then its three votes
 (alignment captions confirmed first). It prints requests/s, the app's own p50/p99 per
 endpoint and its SQL statements per request, failures, and votes/s as a share of the
-ceiling's inserts/s. ``--html`` drives the htmx voter pages instead of the API.
+ceiling's inserts/s. ``--html`` drives the htmx voter pages instead of the API: the landing
+page and its start form once per voter, then the cards, and each next session from the end
+card's "Next session" as htmx posts it (endpoint "next").
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ def _record(name, response=None, exception=None, **_):
             statements[name].append(int(match[2]))
 
 
+HTMX = {"HX-Request": "true"}
+
+
 class ApiVoter(HttpUser):
     """A phone app: one identity, then sessions of three votes back to back."""
 
@@ -91,14 +96,24 @@ class ApiVoter(HttpUser):
 
 
 class HtmlVoter(HttpUser):
-    """A browser with htmx: the start form, then each card posted and swapped."""
+    """A phone browser with htmx: the landing page and its start form once (redirected to
+    the session's page), then each card posted and swapped, and "Next session" on the end
+    card posted as htmx does, the next session's first card coming back in its place."""
+
+    def on_start(self):
+        self.html = None  # the page as last swapped: the end of a session, after the first
 
     @task
     def session_and_votes(self):
-        landing = self.client.get("/", name="landing").text
-        start = self.client.post("/start", data={"csrf_token": CSRF.search(landing)[1]},
-                                 name="start", allow_redirects=True)
-        html = start.text
+        token = CSRF.search(self.html) if self.html else None
+        if token is None:
+            landing = self.client.get("/", name="landing").text
+            html = self.client.post("/start", data={"csrf_token": CSRF.search(landing)[1]},
+                                    name="start", allow_redirects=True).text
+        else:
+            html = self.client.post("/start", data={"csrf_token": token[1]}, headers=HTMX,
+                                    name="next").text
+        self.html = None
         for _ in range(3):
             card = CARD.search(html)
             token = CSRF.search(html)
@@ -106,11 +121,12 @@ class HtmlVoter(HttpUser):
                 return
             if "confirm-read" in html:
                 html = self.client.post(f"{card[1]}/read", data={"csrf_token": token[1]},
-                                        headers={"HX-Request": "true"}, name="read").text
+                                        headers=HTMX, name="read").text
                 token = CSRF.search(html) or token
             html = self.client.post(card[1], data={"csrf_token": token[1], "choice": "left",
                                                    "response_ms": "1500"},
-                                    headers={"HX-Request": "true"}, name="vote").text
+                                    headers=HTMX, name="vote").text
+        self.html = html
 
 
 class CeilingUser(HttpUser):

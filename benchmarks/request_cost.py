@@ -9,8 +9,9 @@ isolates the server's own work: a fresh demo instance (``--prompts`` prompts, it
 made ahead with ``arena campaign fill-gold``) is driven in-process through Flask's test
 client, one phone voter at a time through the JSON API: a session, the caption
 confirmations, three votes (``--cycles`` times, after 30 to warm up); with ``--html``
-through the htmx pages instead (the start form, the session page, each card's confirmation
-and vote answered with the next card). In the same run, the
+through the htmx pages instead (the start form and the session page once, each card's
+confirmation and vote answered with the next card, each next session the end card's "Next
+session" answered with its first card). In the same run, the
 bare-INSERT app of benchmarks/ceiling.py is driven the same way on the same database. It
 prints per endpoint the median and p99 time and the SQL statements per request, and the
 votes one core could take per second against the inserts it could take: the ceiling's ratio
@@ -20,6 +21,9 @@ so a vote costs more than its own request).
 ``--paired KEY=VALUE`` measures what one setting costs instead: the same flow in one process,
 with and without it, alternating (eight rounds of ``--cycles``/8 sessions each, so drift of a
 noisy machine falls on both), e.g. ``--paired RATELIMIT_ENABLED=false`` for the rate limiter.
+``--paired-next`` does the same for the htmx flow's next session: in place (the end card's
+"Next session" answered with the new session's first card) against the start form's
+redirect and the session's page.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 from harness import instance_env
@@ -96,27 +101,38 @@ CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 CARD = re.compile(r'hx-post="(/t/\d+)"')
 
 
-def drive_html(env: dict, cycles: int) -> tuple[dict, dict]:
+def drive_html(env: dict, cycles: int, next_in_place: bool = True) -> tuple[dict, dict]:
     """The htmx voter flow: the start form (its redirect to the session page timed as
     "page"), then each card's caption confirmation and vote posted as htmx does, the next
-    card coming back in the vote's response."""
+    card coming back in the vote's response, and each next session from the end card's
+    "Next session" as htmx posts it, its first card coming back in place ("session" too).
+    ``next_in_place=False``: every session through the start form and its page instead (as
+    a page without htmx does it; the way before the card's button was htmx)."""
     os.environ.update(env)
     from arena import create_app
 
     client = create_app().test_client()
     times, statements = defaultdict(list), defaultdict(list)
-    token = CSRF.search(client.get("/").text)[1]
+    html = client.get("/").text
     htmx = {"HX-Request": "true"}
     for n in range(30 + cycles):
         if n == 30:
             times.clear()
             statements.clear()
-        response = timed(times, statements, "session", lambda t=token: client.post(
-            "/start", data={"csrf_token": t}))
-        if response.status_code != 303:
-            raise SystemExit(f"session refused: {response.status_code} {response.text}")
-        location = response.headers["Location"]
-        html = timed(times, statements, "page", lambda url=location: client.get(url)).text
+        token = CSRF.search(html)[1]
+        if n and next_in_place:
+            response = timed(times, statements, "session", lambda t=token: client.post(
+                "/start", data={"csrf_token": t}, headers=htmx))
+            if response.status_code != 200:
+                raise SystemExit(f"session refused: {response.status_code} {response.text}")
+            html = response.text
+        else:
+            response = timed(times, statements, "session", lambda t=token: client.post(
+                "/start", data={"csrf_token": t}))
+            if response.status_code != 303:
+                raise SystemExit(f"session refused: {response.status_code} {response.text}")
+            location = response.headers["Location"]
+            html = timed(times, statements, "page", lambda url=location: client.get(url)).text
         while (card := CARD.search(html)) is not None:
             token = CSRF.search(html)[1]
             if "confirm-read" in html:
@@ -172,20 +188,38 @@ def paired(env: dict, html: bool, cycles: int, key: str, value: str) -> None:
     """Server time per vote with the instance's settings and with ``key=value``, in
     alternating rounds in this process."""
     drive = drive_html if html else drive_arena
-    variants = {"as set": env, f"{key}={value}": {**env, f"ARENA_{key}": value}}
+    variants = {"as set": partial(drive, env),
+                f"{key}={value}": partial(drive, {**env, f"ARENA_{key}": value})}
+    base, other = alternate(variants, cycles, " (htmx pages)" if html else "",
+                            lambda: os.environ.pop(f"ARENA_{key}", None))
+    print(f"  the settings as set cost {100 * (base / other - 1):+.1f}% against {key}={value}")
+
+
+def paired_next(env: dict, cycles: int) -> None:
+    """The htmx flow's server time per vote with each next session answered in place (the
+    end card's "Next session" as htmx posts it) and through the start form's redirect and the
+    session's page, in alternating rounds in this process."""
+    variants = {"next session in place": partial(drive_html, env),
+                "redirect and page": partial(drive_html, env, next_in_place=False)}
+    base, other = alternate(variants, cycles, " (htmx pages)")
+    print(f"  in place: {100 * (base / other - 1):+.1f}% against the redirect and its page")
+
+
+def alternate(variants: dict, cycles: int, label: str, before=lambda: None) -> tuple:
+    """Eight alternating rounds of ``cycles``/8 sessions of each variant (a drive function
+    taking the cycle count); prints and returns the median server time per vote of each."""
     per_vote: dict = defaultdict(list)
     for _ in range(8):
-        for name, variant in variants.items():
-            os.environ.pop(f"ARENA_{key}", None)
-            times, _ = drive(variant, max(1, cycles // 8))
+        for name, drive in variants.items():
+            before()
+            times, _ = drive(max(1, cycles // 8))
             per_vote[name].append(sum(sum(v) for v in times.values()) / len(times["vote"]))
-    base, other = (statistics.median(per_vote[name]) for name in variants)
     print(f"\nserver time per vote, median of 8 alternating rounds of {max(1, cycles // 8)} "
-          f"sessions{' (htmx pages)' if html else ''}:")
+          f"sessions{label}:")
     for name in variants:
         print(f"  {name:30s} {statistics.median(per_vote[name]):6.2f} ms  "
               f"(rounds {min(per_vote[name]):.2f}-{max(per_vote[name]):.2f})")
-    print(f"  the settings as set cost {100 * (base / other - 1):+.1f}% against {key}={value}")
+    return tuple(statistics.median(per_vote[name]) for name in variants)
 
 
 def main() -> None:
@@ -201,11 +235,17 @@ def main() -> None:
     parser.add_argument("--paired", metavar="KEY=VALUE",
                         type=lambda text: tuple(text.split("=", 1)),
                         help="the server time per vote with and without this setting")
+    parser.add_argument("--paired-next", action="store_true",
+                        help="the htmx flow with each next session in place against the "
+                             "start form's redirect and page")
     args = parser.parse_args()
     instance = Path(tempfile.mkdtemp(prefix="arena-cost-"))
     env = prepare(instance, args.postgres, args.prompts, args.set)
     if args.paired:
         paired(env, args.html, args.cycles, *args.paired)
+        return
+    if args.paired_next:
+        paired_next(env, args.cycles)
         return
     times, statements = (drive_html if args.html else drive_arena)(env, args.cycles)
     ceiling_url = args.postgres or f"sqlite:///{instance / 'ceiling.sqlite3'}"

@@ -9,7 +9,9 @@ tasks, so a request costs a few index probes however large the campaign grows.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from functools import cache, partial
+from typing import TypeVar
 
 import numpy as np
 from blinker import Namespace
@@ -45,6 +47,7 @@ from arena.voting.shown import session as shown_session
 # per answered gold vote, never per session issued: sessions opened and left unanswered
 # make nothing.
 gold_wanted = Namespace().signal("gold-wanted")
+T = TypeVar("T")
 
 
 class NoTasksAvailable(Conflict):
@@ -259,11 +262,19 @@ def issue_shown_session(voter: Voter, rng: np.random.Generator,
     the write transaction, before its commit: after the commit it needed a connection and
     a transaction of its own (on PostgreSQL a check-out ping, a BEGIN and a ROLLBACK more;
     benchmarks/request_cost.py)."""
-    return _issue_session(voter, rng, criterion, True, read_back=True)[2]
+    return _issue_session(voter, rng, criterion, True, read_back=shown_session)[2]
+
+
+def issue_session_then(voter: Voter, rng: np.random.Generator, criterion: str | None,
+                       then: Callable[[int], T]) -> T:
+    """Issue a session (:func:`_issue_session`) and return ``then(session_id)``, called in
+    the session's write transaction before its commit (a page that shows the session's
+    first card reads it there: :func:`arena.voting.tasks.issue_with_card`)."""
+    return _issue_session(voter, rng, criterion, False, read_back=then)[2]
 
 
 def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None,
-                   shown: bool, read_back: bool = False) -> tuple:
+                   shown: bool, read_back: Callable[[int], object] | None = None) -> tuple:
     """Issue a session of up to ``TASKS_PER_SESSION`` tasks of one criterion and commit it.
     With ``shown`` the tasks count as on the voter's screen from now (an API client gets
     them all at once; see arena.voting.tasks.present).
@@ -273,7 +284,8 @@ def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None
     write transaction, which only inserts the session and its tasks and counts them issued:
     two sessions of one voter racing for the same comparison meet the unique (voter,
     comparison) constraint, and the loser picks again. Returns the session's id, its public
-    id and, with ``read_back``, the session as shown (else None).
+    id and what ``read_back`` (called with the session's id in the write transaction)
+    returned, or None.
 
     Raises
     ------
@@ -302,10 +314,10 @@ def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None
 
 
 def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
-           shown_at, read_back: bool) -> tuple:
+           shown_at, read_back: Callable[[int], object] | None) -> tuple:
     """Write the session and its tasks and count the comparisons issued (one statement on
     PostgreSQL, three elsewhere: :func:`_issue_statements`); returns the session's id, its
-    public id and, with ``read_back``, the session as shown read before the commit (else
+    public id and, with ``read_back``, what it read of the session before the commit (else
     None)."""
     sides = []
     for comparison in items:
@@ -331,7 +343,7 @@ def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
                  "p_position": position, "p_left": left, "p_right": right}
                 for position, (comparison, (left, right))
                 in enumerate(zip(items, sides, strict=True))])
-        return session_id, public_id, shown_session(session_id) if read_back else None
+        return session_id, public_id, read_back(session_id) if read_back else None
 
 
 @cache

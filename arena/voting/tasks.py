@@ -151,6 +151,24 @@ def card_in_transaction(voter_id: int, session_id: int, now: datetime) -> Card:
     return _card(loaded, task)
 
 
+def issue_with_card(voter: Voter, rng, criterion: str | None = None,
+                    now: datetime | None = None) -> Card:
+    """Issue a new session to ``voter`` (:func:`arena.voting.matchmaking.issue_session_then`)
+    and return its first card, that task shown from ``now``, read in the session's own write
+    transaction: the page that asked for the session shows it in place of the last one's end,
+    with no redirect and no read of its own.
+
+    Raises
+    ------
+    Invalid, NoTasksAvailable
+        As :func:`arena.voting.matchmaking.issue_session` does.
+    """
+    now = now or utcnow()
+    voter_id = voter.id
+    return matchmaking.issue_session_then(
+        voter, rng, criterion, lambda session_id: card_in_transaction(voter_id, session_id, now))
+
+
 def _open_task(loaded: ShownSession) -> ShownTask | None:
     """The first task not answered (or skipped) yet, None once the session is done."""
     return next((t for t in loaded.tasks if t.answered_at is None), None)

@@ -80,27 +80,58 @@ def index():
 @limits.per_voter("RATE_LIMIT_SESSIONS")
 @limits.per_network("RATE_LIMIT_NETWORK_SESSIONS")
 @limits.new_identity()
-@renders_errors(_render_landing)
+@renders_errors(lambda exc, status: _render_start_refusal(exc, status))
 def start():
     """Create or update the voter from the (optional) form answers, then issue a session
-    (of the criterion given by ``/?criterion=...`` links, else of a random one)."""
+    (of the criterion given by ``/?criterion=...`` links, else of a random one).
+
+    The landing page's form gets the session's address (post/redirect/get); htmx, posting
+    "Next session" from the end of a session, gets the new session's first card in place of
+    that end, and its address pushed into the history (``HX-Push-Url``): one request instead
+    of a redirect and a whole page."""
     voter = voters.identify_by_cookie(session.get("voter"), _form_demographics())
     session.permanent = True
     session["voter"] = voter.public_id
-    done = _panel_done(voter)
+    standing = panels.standing(voter)
+    done = standing if standing is not None and standing.done else None
+    rng, criterion = np.random.default_rng(), request.form.get("criterion") or None
+    if is_htmx():
+        if done is not None:
+            return render_template("voter/complete.html", standing=done)
+        card = tasks.issue_with_card(voter, rng, criterion)
+        # (issuing answers nothing: the standing is as read; the commit expired the voter)
+        response = _render_card(card.session.public_id, card=card, standing=standing)
+        response.headers["HX-Push-Url"] = url_for("voter.show_session",
+                                                  public_id=card.session.public_id)
+        return response
     if done is not None:
         return render_template("voter/complete_page.html", standing=done)
-    public_id = matchmaking.issue_session(voter, np.random.default_rng(),
-                                          request.form.get("criterion") or None)
+    public_id = matchmaking.issue_session(voter, rng, criterion)
     return redirect(url_for("voter.show_session", public_id=public_id), 303)
 
 
+def _render_start_refusal(exc, status: int):
+    """A refused start: the landing page with the reason, or for htmx (the card's "Next
+    session") a card in the card's place: nothing left to answer, or the error."""
+    if not is_htmx():
+        return _render_landing(exc, status)
+    if isinstance(exc, matchmaking.NoTasksAvailable):
+        return render_template("voter/_all_done.html")
+    return error_response(status, str(exc))
+
+
+_UNKNOWN = object()
+
+
 def _render_card(voting_session: int | str, warning: str | None = None,
-                 error: str | None = None, status: int = 200, card: tasks.Card | None = None):
+                 error: str | None = None, status: int = 200, card: tasks.Card | None = None,
+                 standing=_UNKNOWN):
     """The current voter's session (its id or public id) as its card: the open task, shown
-    from now, or the end of the session. ``card``: that card read already (a vote's)."""
+    from now, or the end of the session. ``card``: that card read already (a vote's);
+    ``standing``: the voter's panel standing read already (None for open voters)."""
     voter = _current_voter()
-    standing = panels.standing(voter) if voter is not None else None
+    if standing is _UNKNOWN:
+        standing = panels.standing(voter) if voter is not None else None
     # a panel participant who gave every answer asked for gets the code, not more work
     done = standing is not None and standing.done
     card = card or tasks.card(voter, voting_session, present=not done)

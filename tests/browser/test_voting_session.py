@@ -154,3 +154,34 @@ def test_leaderboard_filters_swap_the_board(app, live_server, phone):
     assert "continent=AS" in phone.url
     first = phone.locator("table.ranking tbody tr").first.locator("th").inner_text()
     assert first == "model-2"
+
+
+def test_next_session_comes_in_place_with_its_own_address(app, only, live_server, phone):
+    """"Next session" swaps the new session's first card in (no page load: the page's own
+    state survives), puts its address in the location bar, and that address, reloaded,
+    shows the same card; Back goes to the session before, finished."""
+    only("preference")
+    phone.goto(live_server + "/")
+    phone.get_by_role("button", name="Start").tap()
+    phone.wait_for_url("**/s/*")
+    first_url = phone.url
+    for position in (1, 2, 3):
+        answer_task(phone, position, "left")
+    phone.get_by_role("heading", name="Thank you!").wait_for()
+    phone.evaluate("window.samePage = true")
+    phone.get_by_role("button", name="Next session").tap()
+    card = phone.locator("form.task")
+    card.get_by_text("Question 1 of 3").wait_for()
+    phone.wait_for_url(lambda url: url != first_url and "/s/" in url)
+    assert phone.evaluate("window.samePage === true")  # swapped in place, not loaded
+    task = card.get_attribute("hx-post")
+    with app.app_context():
+        newest = db.session.scalar(select(Task).order_by(Task.id.desc()).limit(1)).session
+        assert phone.url.endswith(f"/s/{newest.public_id}")
+    phone.reload()
+    expect(phone.locator("form.task")).to_have_attribute("hx-post", task)
+    assert not phone.evaluate("window.samePage === true")
+    answer_task(phone, 1, "right")
+    phone.go_back()
+    phone.wait_for_url(first_url)
+    phone.get_by_role("heading", name="Thank you!").wait_for()

@@ -112,9 +112,9 @@ def test_the_htmx_pages_give_the_code_and_put_no_more_work_on_screen(app, two_ca
     location = client.post("/start", data={"csrf_token": csrf_token(html)}).headers["Location"]
     html = client.get(location).get_data(as_text=True)
     for _ in range(4):
-        if task_id(html) is None:  # (the session is done: the next one)
-            response = client.post("/start", data={"csrf_token": csrf_token(html)})
-            html = client.get(response.headers["Location"]).get_data(as_text=True)
+        if task_id(html) is None:  # (the session is done: "Next session", as htmx posts it)
+            html = client.post("/start", headers=htmx,
+                               data={"csrf_token": csrf_token(html)}).get_data(as_text=True)
         html = confirm_read_if_asked(client, html, **htmx)
         html = client.post(f"/t/{task_id(html)}", headers=htmx, data={
             "csrf_token": csrf_token(html), "choice": "left"}).get_data(as_text=True)
@@ -126,6 +126,11 @@ def test_the_htmx_pages_give_the_code_and_put_no_more_work_on_screen(app, two_ca
         assert db.session.scalar(select(func.count()).select_from(Task).where(
             Task.voter_id == voter.id, Task.answered_at.is_(None))) > 0  # (work was left)
         assert waiting_on_screen == 0
+    # "Next session" after the code gives the code again, as a card, and no session
+    token = csrf_token(client.get("/").get_data(as_text=True))
+    again = client.post("/start", headers=htmx, data={"csrf_token": token})
+    assert "C0DE42" in again.get_data(as_text=True) and "<html" not in again.get_data(as_text=True)
+    assert "HX-Push-Url" not in again.headers
 
 
 def test_the_open_crowd_never_gets_the_studys_pairs(app, two_campaigns):

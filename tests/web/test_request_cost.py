@@ -21,9 +21,11 @@ def test_the_request_cost_benchmark_prints_its_figures(flow):
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
-    for name in ("session", "vote", "insert", *(["page"] if flow else [])):
+    for name in ("session", "vote", "insert"):
         row = re.search(rf"^\s+{name}\s+(\d+)\s+([\d.]+)\s+([\d.]+)", out, re.M)
         assert row and int(row[1]) > 0 and float(row[2]) > 0, out
+    # htmx: every session after the first comes in place of the last one's end card
+    assert not re.search(r"^\s+page\s", out, re.M), out
     assert re.search(r"^\s+vote\s+18\s", out, re.M), out  # three votes per session
     ratio = re.search(r"ratio ([\d.]+) \(goal >= 0.5\)", out)
     assert ratio and 0 < float(ratio[1]) < 5, out
@@ -40,3 +42,16 @@ def test_the_request_cost_benchmark_pairs_a_setting():
     assert [name for name, _ in rows] == ["as set", "RATELIMIT_ENABLED=false"], done.stdout
     assert all(float(ms) > 0 for _, ms in rows)
     assert re.search(r"cost [+-][\d.]+% against RATELIMIT_ENABLED=false", done.stdout)
+
+
+def test_the_request_cost_benchmark_pairs_the_next_session_ways():
+    done = subprocess.run(
+        [sys.executable, "benchmarks/request_cost.py", "--prompts", "4", "--cycles", "8",
+         "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=8", "--paired-next"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = re.findall(r"^\s+(next session in place|redirect and page)\s+([\d.]+) ms",
+                      done.stdout, re.M)
+    assert [name for name, _ in rows] == ["next session in place", "redirect and page"]
+    assert all(float(ms) > 0 for _, ms in rows)
+    assert re.search(r"in place: [+-][\d.]+% against the redirect", done.stdout)

@@ -347,3 +347,50 @@ def test_static_urls_carry_the_files_hash_and_the_mount_point(client, app):
         assert f'href="/static/css/app.css?v={digest[:12]}"' in client.get("/").text
         mounted = client.get("/", base_url="http://localhost/arena/").text
         assert f'href="/arena/static/css/app.css?v={digest[:12]}"' in mounted
+
+
+def test_next_session_with_htmx_is_its_first_card_in_place(client, web_campaign, app):
+    """The card's "Next session" (htmx) gets the new session's first card, shown from now,
+    and its address for the history; the landing's form still redirects to the page."""
+    app.config["VALIDATION_RATE"] = 0.0
+    htmx = {"HX-Request": "true"}
+    location = start_session(client).headers["Location"]
+    html = client.get(location).get_data(as_text=True)
+    while task_id(html) is not None:
+        html = confirm_read_if_asked(client, html, **htmx)
+        html = client.post(f"/t/{task_id(html)}", headers=htmx, data={
+            "csrf_token": csrf_token(html), "choice": "left"}).get_data(as_text=True)
+    assert 'hx-post="/start"' in html
+    response = client.post("/start", headers=htmx, data={"csrf_token": csrf_token(html)})
+    body = response.get_data(as_text=True)
+    assert response.status_code == 200 and "<html" not in body
+    assert "Question 1 of 3" in body and 'id="card"' in body
+    with app.app_context():
+        newest = db.session.scalar(select(VotingSession).order_by(VotingSession.id.desc()))
+        first, *rest = sorted(newest.tasks, key=lambda t: t.position)
+        assert response.headers["HX-Push-Url"] == f"/s/{newest.public_id}"
+        assert f'hx-post="/t/{first.id}"' in body
+        assert first.shown_at is not None and all(t.shown_at is None for t in rest)
+        assert db.session.scalar(select(func.count()).select_from(VotingSession)) == 2
+    # the pushed address shows the same card as a page (a reload, a shared link)
+    page = client.get(response.headers["HX-Push-Url"]).get_data(as_text=True)
+    assert "<html" in page and f'hx-post="/t/{first.id}"' in page
+
+
+def test_next_session_with_htmx_refused_is_a_card_not_a_page(client, web_campaign, app):
+    htmx = {"HX-Request": "true"}
+    html = client.get("/").get_data(as_text=True)
+    bad = client.post("/start", headers=htmx, data={"csrf_token": csrf_token(html),
+                                                    "criterion": "beauty"})
+    body = bad.get_data(as_text=True)
+    assert bad.status_code == 400 and "criterion must be one of" in body
+    assert "<html" not in body and "About you" not in body
+    with app.app_context():  # everything answered: the all-done card in the card's place
+        db.session.execute(delete(Comparison))
+        db.session.commit()
+    done = client.post("/start", headers=htmx, data={"csrf_token": csrf_token(html)})
+    body = done.get_data(as_text=True)
+    assert "You have seen everything" in body and 'id="card"' in body and "<html" not in body
+    assert "HX-Push-Url" not in done.headers
+    page = client.post("/start", data={"csrf_token": csrf_token(html)}).get_data(as_text=True)
+    assert "You have seen everything" in page and "<html" in page
