@@ -20,8 +20,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from functools import cache
 
-from sqlalchemy import case, or_, update
+from sqlalchemy import case, func, literal_column, or_, select, update
 
+from arena.extensions import db
 from arena.infra.database import param
 from arena.infra.prepared import run
 from arena.models import Voter
@@ -46,22 +47,56 @@ def _turn(also: tuple = ()) -> tuple:
     return paced, fallback
 
 
-def take_turn(voter_id: int, now: datetime, floor_ms: int, also: tuple = (),
-              **params) -> bool:
+def take_turn(voter_id: int, now: datetime, floor_ms: int, also: tuple = (), then=None,
+              then_params: dict | None = None, **params):
     """In the caller's write transaction: record an action of ``voter_id`` at ``now``, with
     the other voter columns in ``also`` (a gold answer's trust change: ``(name, expression)``
     pairs built once, their parameters in ``params``) in the same statement. Returns whether
     at least ``floor_ms`` passed since their previous action. The time is recorded either
     way (an action too soon still restarts the clock), and never moved backwards. One UPDATE
-    when paced, two otherwise."""
+    when paced, two otherwise.
+
+    With ``then`` (a SELECT built once, e.g. rows to lock; its parameters in
+    ``then_params``) its rows are read after the turn is recorded, and ``(paced, rows)``
+    returned: on PostgreSQL in the turn's own statement (:func:`_turn_then`, one round trip
+    less), elsewhere right after it."""
     paced, fallback = _turn(also)
     values = {"p_voter": voter_id, "p_now": now,
               "p_earliest": now - timedelta(milliseconds=max(floor_ms, 0)), **params}
-    if run(paced, values).rowcount:
-        return True
-    values.pop("p_earliest")
-    run(fallback, values)
-    return False
+    rows = None
+    if then is None:
+        ok = bool(run(paced, values).rowcount)
+    elif db.session.get_bind().dialect.name == "postgresql":
+        rows = run(_turn_then(also, then), {**values, **(then_params or {})}).all()
+        # (no row read: whether the turn was taken shows in the time it recorded)
+        ok = bool(rows[0].arena_paced if rows else run(_recorded_at(), values).scalar())
+    else:
+        ok = bool(run(paced, values).rowcount)
+        rows = run(then, then_params or {}).all()
+    if not ok:
+        values.pop("p_earliest")
+        run(fallback, values)
+    return ok if then is None else (ok, rows)
+
+
+@cache
+def _turn_then(also: tuple, then):
+    """The paced UPDATE of :func:`_turn` as a data-modifying WITH clause and ``then`` read
+    after it, with ``arena_paced`` (1 when the turn was taken, else 0) on every row. The
+    condition on the turn's count makes PostgreSQL run the UPDATE first (a one-time filter
+    before ``then``'s scan): the voter's row is locked before any row ``then`` locks, in the
+    order the separate statements took them."""
+    paced, _ = _turn(also)
+    turn = paced.returning(literal_column("1")).cte("arena_turn")
+    taken = select(func.count()).select_from(turn).scalar_subquery()
+    after = then.where(taken >= 0).subquery("arena_then")
+    return select(taken.label("arena_paced"), *after.c)
+
+
+@cache
+def _recorded_at():
+    return select(_VOTER.last_action_at == param("p_now", _VOTER.last_action_at)).where(
+        _VOTER.id == param("p_voter", _VOTER.id))
 
 
 def try_turn(voter_id: int, now: datetime, floor_ms: int) -> bool:

@@ -273,21 +273,26 @@ def _record(ballot: Ballot, params: EloParams, card_of: int | None = None) -> Ca
     """One write transaction: the voter's turn (the pacing floor, decided under the voter's
     row lock, with the trust change of a gold answer), the rating pair locked, then the vote
     inserted, the task marked answered, the comparison's counter and the two ratings moved
-    (three statements on PostgreSQL, six elsewhere). Every statement is built once per
+    (two statements on PostgreSQL, the turn and the lock in one; six elsewhere; one more
+    when the vote came too fast). Every statement is built once per
     shape of vote (:func:`_writes`) and run with this vote's values. Loaded objects are
     not expired by the commit (see :data:`_MOVED_VOTER_COLUMNS`). With ``card_of`` (the
     session's id) the session's next card is read and presented before the commit, and
     returned."""
     with write_transaction(after_reads=True, keep_loaded=True):
         also, trust = _trust_change(ballot.correct)
-        paced = pacing.take_turn(ballot.voter_id, ballot.at, _floor_ms(ballot.criterion),
-                                 also, **trust)
+        floor = _floor_ms(ballot.criterion)
+        if ballot.rated:  # the rating pair locked after the turn (one statement on PostgreSQL)
+            paced, rows = pacing.take_turn(ballot.voter_id, ballot.at, floor, also,
+                                           _ratings_query(), _ratings_params(ballot), **trust)
+        else:
+            paced = pacing.take_turn(ballot.voter_id, ballot.at, floor, also, **trust)
         if not paced:
             ballot = replace(ballot, flags=ballot.flags | vote_flags.TOO_FAST)
         values = {f"v_{name}": getattr(ballot, name) for name in _VOTE_COLUMNS}
         values["v_created_at"] = ballot.at
         if ballot.rated:
-            ratings = _lock_ratings(ballot)
+            ratings = _locked_ratings(rows)
             won, lost = elo_update(ratings[ballot.winner_model_id],
                                    ratings[ballot.loser_model_id], 1.0, params)
             values.update(p_won=won, p_lost=lost)
@@ -349,11 +354,15 @@ def _ratings_query():
             .with_for_update())
 
 
-def _lock_ratings(ballot: Ballot) -> dict[int, float]:
-    """The two models' current ratings, their rows locked (in model-id order) until commit."""
-    ratings = dict(run(_ratings_query(), {
-        "p_criterion": ballot.criterion, "p_winner": ballot.winner_model_id,
-        "p_loser": ballot.loser_model_id}).all())
+def _ratings_params(ballot: Ballot) -> dict:
+    return {"p_criterion": ballot.criterion, "p_winner": ballot.winner_model_id,
+            "p_loser": ballot.loser_model_id}
+
+
+def _locked_ratings(rows) -> dict[int, float]:
+    """The two models' current ratings from :func:`_ratings_query`'s rows (locked, in
+    model-id order, until commit)."""
+    ratings = {row.model_id: row.rating for row in rows}
     if len(ratings) != 2:
         raise RuntimeError("rating rows missing; run `arena elo replay`")
     return ratings
