@@ -163,10 +163,10 @@ def issue_with_card(voter: Voter, rng, criterion: str | None = None,
     Invalid, NoTasksAvailable
         As :func:`arena.voting.matchmaking.issue_session` does.
     """
-    now = now or utcnow()
     voter_id = voter.id
-    return matchmaking.issue_session_then(
-        voter, rng, criterion, lambda session_id: card_in_transaction(voter_id, session_id, now))
+    # (the time taken in the write: its first task is shown once its session exists)
+    return matchmaking.issue_session_then(voter, rng, criterion, lambda session_id: (
+        card_in_transaction(voter_id, session_id, now or utcnow())))
 
 
 def _open_task(loaded: ShownSession) -> ShownTask | None:

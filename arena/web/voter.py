@@ -98,11 +98,15 @@ def start():
     if is_htmx():
         if done is not None:
             return render_template("voter/complete.html", standing=done)
-        card = tasks.issue_with_card(voter, rng, criterion)
-        # (issuing answers nothing: the standing is as read; the commit expired the voter)
-        response = _render_card(card.session.public_id, card=card, standing=standing)
-        response.headers["HX-Push-Url"] = url_for("voter.show_session",
-                                                  public_id=card.session.public_id)
+        if _card_in_the_write(voter):
+            card = tasks.issue_with_card(voter, rng, criterion)
+            public_id = card.session.public_id
+            # (issuing answers nothing: the standing is as read; the commit expired the voter)
+            response = _render_card(public_id, card=card, standing=standing)
+        else:  # a panel participant: the card follows their standing, read after the write
+            public_id = matchmaking.issue_session(voter, rng, criterion)
+            response = _render_card(public_id)
+        response.headers["HX-Push-Url"] = url_for("voter.show_session", public_id=public_id)
         return response
     if done is not None:
         return render_template("voter/complete_page.html", standing=done)

@@ -4,7 +4,8 @@
 //   read them (the server keeps the images disabled until it accepts that confirmation);
 // - an image's enlarge button opens a full-screen view (pinch to zoom, swipe or "Other
 //   image" for the other one, Close or Escape to go back);
-// - the leaderboard's criterion tabs carry the filters chosen on the page.
+// - the leaderboard's criterion tabs carry the filters chosen on the page;
+// - a card whose request got no answer (server error, no network) says so.
 (function () {
   "use strict";
 
@@ -145,6 +146,28 @@
       button.textContent = "Preparing your images…";
     });
   });
+
+  // A request htmx sent that got no answer to swap in (a 5xx, which the page's htmx config
+  // leaves unswapped, or no network at all): the card stays as it was, the voter's choice
+  // with it, so they can try again, and it says why nothing happened.
+  function unavailable(event) {
+    var message = document.body.dataset.unavailable;
+    var card = event.target && event.target.closest ? event.target.closest("#card") : null;
+    if (!message || !card) return;
+    var note = card.querySelector(".alert.unavailable");
+    if (!note) {
+      note = document.createElement("p");
+      note.className = "alert unavailable";
+      note.setAttribute("role", "alert");
+      (card.querySelector(".task-text") || card).prepend(note);
+    }
+    note.textContent = message;
+  }
+  document.addEventListener("htmx:response:error", function (event) {
+    var response = event.detail && event.detail.ctx && event.detail.ctx.response;
+    if (response && response.status >= 500) unavailable(event);
+  });
+  document.addEventListener("htmx:error", unavailable);
 
   document.addEventListener("DOMContentLoaded", function () { initAll(document); });
   document.addEventListener("htmx:after:process", function (e) { initAll(e.target); });

@@ -3,10 +3,12 @@
 import pytest
 from playwright.sync_api import expect
 from sqlalchemy import delete, select
+from sqlalchemy.exc import OperationalError
 
 from arena.config import QUESTIONS
 from arena.extensions import db
 from arena.models import Comparison, Task, Vote
+from tests.browser.conftest import PHONE
 from tests.factories import make_campaign, vote_as
 
 
@@ -185,3 +187,42 @@ def test_next_session_comes_in_place_with_its_own_address(app, only, live_server
     phone.go_back()
     phone.wait_for_url(first_url)
     phone.get_by_role("heading", name="Thank you!").wait_for()
+
+
+def test_next_session_without_an_answer_says_so_and_can_be_tried_again(
+        app, only, live_server, browser, monkeypatch):
+    """A server error (htmx leaves a 5xx unswapped) or no network: the end card stays,
+    says Arena is unavailable, and the same button works once the server answers again."""
+    only("preference")
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    context = browser.new_context(**PHONE)  # (the failed requests are logged to the console)
+    phone = context.new_page()
+    crashes = []
+    phone.on("pageerror", lambda exc: crashes.append(str(exc)))
+    phone.goto(live_server + "/")
+    phone.get_by_role("button", name="Start").tap()
+    for position in (1, 2, 3):
+        answer_task(phone, position, "left")
+    phone.get_by_role("heading", name="Thank you!").wait_for()
+    from arena.web import voter as voter_pages
+
+    def database_gone(*args, **kwargs):
+        raise OperationalError("SELECT", {}, Exception("server closed the connection"))
+
+    monkeypatch.setattr(voter_pages.tasks, "issue_with_card", database_gone)
+    next_session = phone.get_by_role("button", name="Next session")
+    next_session.tap()
+    alert = phone.locator("#card .alert.unavailable")
+    expect(alert).to_have_text("Arena is unavailable right now: please try again soon")
+    monkeypatch.undo()
+    phone.route("**/start", lambda route: route.abort())  # no network
+    alert.evaluate("note => note.remove()")
+    next_session.tap()
+    expect(alert).to_be_visible()
+    phone.unroute("**/start")
+    next_session.tap()
+    phone.locator("form.task").get_by_text("Question 1 of 3").wait_for()
+    with app.app_context():
+        assert len(db.session.scalars(select(Task)).all()) == 6  # two sessions, no more
+    context.close()
+    assert crashes == []

@@ -7,12 +7,12 @@ import re
 
 import numpy as np
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from arena.campaigns import campaigns, panels
 from arena.catalog import ingest
 from arena.extensions import db
-from arena.models import Comparison, Prompt, Task, Vote, Voter
+from arena.models import Comparison, Prompt, Task, Vote, Voter, VotingSession
 from tests.factories import make_model, make_owner, make_prompt_set
 from tests.web.helpers import api_session, confirm_read_if_asked, csrf_token, task_id
 
@@ -215,3 +215,37 @@ def test_skipping_does_not_earn_the_completion_code(app, two_campaigns):
     assert skipped >= 2 and "C0DE42" not in html
     with app.app_context():
         assert db.session.scalar(select(func.count()).select_from(Vote)) == 0
+
+
+def test_next_session_reads_a_participants_standing_after_issuing(app, two_campaigns,
+                                                                   monkeypatch):
+    """A participant whose last answer lands (another tab) while "Next session" issues
+    theirs gets the code, not a task stamped shown: their card is read after the write, as
+    the page's own load read it before "Next session" came in place."""
+    from arena.web import voter as voter_pages
+
+    key, study_id = two_campaigns
+    client, _ = join(app, key)
+    htmx = {"HX-Request": "true"}
+    html = vote_through(client, 3)  # one answer short of the code
+    client.post("/start", data={"csrf_token": csrf_token(html)})  # another tab's session
+    real = voter_pages.matchmaking.issue_session
+
+    def answered_meanwhile(voter, rng, criterion=None, **kwargs):
+        public_id = real(voter, rng, criterion, **kwargs)
+        issued = db.session.scalar(select(VotingSession.id).where(
+            VotingSession.public_id == public_id))
+        db.session.execute(update(Task).where(  # the other tab's answers come in
+            Task.voter_id == voter.id, Task.session_id != issued,
+            Task.answered_at.is_(None)).values(answered_at=func.now()))
+        db.session.commit()
+        return public_id
+
+    monkeypatch.setattr(voter_pages.matchmaking, "issue_session", answered_meanwhile)
+    body = client.post("/start", headers=htmx, data={"csrf_token": csrf_token(html)}).text
+    assert "C0DE42" in body and task_id(body) is None
+    with app.app_context():
+        voter = db.session.scalar(select(Voter).where(Voter.pool == study_id))
+        assert db.session.scalar(select(func.count()).select_from(Task).where(
+            Task.voter_id == voter.id, Task.answered_at.is_(None),
+            Task.shown_at.is_not(None))) == 0
