@@ -241,6 +241,8 @@ def report(label: str, arena: dict, bare: dict, args) -> None:
     print(f"  {'endpoint':10s} {'req/s':>8s} {'fail':>5s} {'app p50':>8s} {'app p99':>8s} "
           f"{'SQL/req':>7s} {'client p50':>10s}")
     for name, row in sorted({**arena, **bare}.items()):
+        if not row["rps"] and not row["failures"]:
+            continue  # (htmx: the landing and start form, each voter's first, before the count)
         fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
         print(f"  {name:10s} {row['rps']:8.1f} {row['failures']:5d} {fmt(row['p50'], '8.2f')} "
               f"{fmt(row['p99'], '8.2f')} {fmt(row['statements'], '7.0f')} "
