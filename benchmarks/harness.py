@@ -20,12 +20,18 @@ UNREACHED_LIMITS = {f"ARENA_{name}": "10000000/hour" for name in (
 
 def instance_env(instance: Path, url: str | None, settings=(), **extra: str) -> dict:
     """The environment of an Arena instance in ``instance`` on database ``url`` (else
-    SQLite), for load: no pacing floor, no caption reveal to wait out, Server-Timing on,
-    rate limits that no benchmark reaches; then ``extra`` and ``settings`` ((KEY, VALUE)
-    pairs, each set as ARENA_KEY)."""
+    SQLite), for load: no pacing floor, no caption reveal to wait out, no trust floor,
+    Server-Timing on, rate limits that no benchmark reaches; then ``extra`` and
+    ``settings`` ((KEY, VALUE) pairs, each set as ARENA_KEY).
+
+    The trust floor is off because a benchmark voter answers every pair alike and so fails
+    a gold pair within a few sessions: from then on each of its votes was flagged
+    distrusted, moved no Elo and locked no rating, and the benchmarks measured that cheaper
+    path (until stop 27). A voter who passes their gold pairs takes the rated path, the one
+    measured now."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
     env.update({"ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench",
-                "ARENA_PSEUDONYM_KEY": "bench", "ARENA_MIN_VOTE_MS": "{}",
+                "ARENA_PSEUDONYM_KEY": "bench", "ARENA_MIN_VOTE_MS": "{}", "ARENA_TRUST_FLOOR": "0",
                 "ARENA_SERVER_TIMING": "true", "ARENA_REVEAL_WORD_MS": "0",
                 **UNREACHED_LIMITS, **extra})
     if url:
