@@ -76,11 +76,21 @@ def index():
     return _render_landing()
 
 
+def _render_start_refusal(exc, status: int):
+    """A refused start: the landing page with the reason, or for htmx (the card's "Next
+    session") a card in the card's place: nothing left to answer, or the error."""
+    if not is_htmx():
+        return _render_landing(exc, status)
+    if isinstance(exc, matchmaking.NoTasksAvailable):
+        return render_template("voter/_all_done.html")
+    return error_response(status, str(exc))
+
+
 @bp.post("/start")
 @limits.per_voter("RATE_LIMIT_SESSIONS")
 @limits.per_network("RATE_LIMIT_NETWORK_SESSIONS")
 @limits.new_identity()
-@renders_errors(lambda exc, status: _render_start_refusal(exc, status))
+@renders_errors(_render_start_refusal)
 def start():
     """Create or update the voter from the (optional) form answers, then issue a session
     (of the criterion given by ``/?criterion=...`` links, else of a random one).
@@ -112,16 +122,6 @@ def start():
         return render_template("voter/complete_page.html", standing=done)
     public_id = matchmaking.issue_session(voter, rng, criterion)
     return redirect(url_for("voter.show_session", public_id=public_id), 303)
-
-
-def _render_start_refusal(exc, status: int):
-    """A refused start: the landing page with the reason, or for htmx (the card's "Next
-    session") a card in the card's place: nothing left to answer, or the error."""
-    if not is_htmx():
-        return _render_landing(exc, status)
-    if isinstance(exc, matchmaking.NoTasksAvailable):
-        return render_template("voter/_all_done.html")
-    return error_response(status, str(exc))
 
 
 _UNKNOWN = object()
