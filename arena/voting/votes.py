@@ -33,6 +33,7 @@ from arena.infra.database import (
 )
 from arena.infra.prepared import run
 from arena.models import (
+    QUEUE_LEVELS,
     Comparison,
     EloRating,
     GenModel,
@@ -326,7 +327,7 @@ def _writes(*, counted: bool, rated: bool, combined: bool) -> tuple:
         writes.append(update(Comparison.__table__).where(
             comparison.id == values["comparison_id"]).values(
             votes_count=comparison.votes_count + 1,
-            progress=(comparison.votes_count + 1) * 1000 / comparison.target_votes))
+            level=(comparison.votes_count + 1) * QUEUE_LEVELS // comparison.target_votes))
     if rated:
         # both rating rows in one UPDATE; the new ratings are computed by the caller, with
         # the same function as the replay, so they are the same floats
@@ -438,11 +439,11 @@ def _replay_counters() -> None:
     per_comparison = db.session.execute(
         select(Vote.comparison_id, func.count()).where(Vote.flags == 0)
         .group_by(Vote.comparison_id)).all()
-    db.session.execute(update(Comparison).values(votes_count=0, progress=0))
+    db.session.execute(update(Comparison).values(votes_count=0, level=0))
     for comparison_id, n in per_comparison:
         db.session.execute(
             update(Comparison).where(Comparison.id == comparison_id)
-            .values(votes_count=n, progress=n * 1000 / Comparison.target_votes))
+            .values(votes_count=n, level=n * QUEUE_LEVELS // Comparison.target_votes))
 
 
 def vote_count() -> int:

@@ -116,7 +116,7 @@ def test_replay_applies_the_same_rule(make_app):
         online = {c: ratings(c) for c in ("preference", "coherence", "alignment")}
         counters = dict(db.session.execute(select(Comparison.id, Comparison.votes_count)).all())
         db.session.execute(EloRating.__table__.update().values(rating=0.0, votes=0, wins=0))
-        db.session.execute(Comparison.__table__.update().values(votes_count=0, progress=0))
+        db.session.execute(Comparison.__table__.update().values(votes_count=0, level=0))
         db.session.commit()
         votes.replay()
         db.session.expire_all()

@@ -116,7 +116,7 @@ def test_replay_reproduces_online_elo_exactly(campaign):
     assert any(r != 1000.0 for rows in before.values() for r, _, _ in rows.values())
     # Scramble the derived numbers, then rebuild them from the log.
     db.session.execute(EloRating.__table__.update().values(rating=0.0, votes=0, wins=0))
-    db.session.execute(Comparison.__table__.update().values(votes_count=0, progress=0))
+    db.session.execute(Comparison.__table__.update().values(votes_count=0, level=0))
     db.session.commit()
     votes.replay()
     db.session.expire_all()
