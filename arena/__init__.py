@@ -66,6 +66,9 @@ def wsgi_app() -> Flask:
             "would invent its own and sessions would break between them. Run `arena serve` "
             "or `arena demo` once (they write the keys to instance/config.py), or set "
             + " and ".join(f"ARENA_{k}" for k in missing) + ".")
+    from arena.infra.checkpoints import checkpoint_in_background
+
+    checkpoint_in_background(app)  # (SQLite: WAL checkpoints out of the requests' way)
     return app
 
 
