@@ -20,7 +20,6 @@ from flask import current_app
 from sqlalchemy import (
     Integer,
     bindparam,
-    exists,
     func,
     insert,
     literal,
@@ -71,10 +70,18 @@ _VOTER, _POOL = param("p_voter", Task.voter_id), param("p_pool", Comparison.pool
 
 
 @cache
-def _candidates(criterion: str, validation: bool):
+def _candidates(criterion: str, validation: bool, walked: bool = True):
     """The comparisons of ``criterion`` (regular, or gold with ``validation``) in pool
-    ``p_pool`` that voter ``p_voter`` may get: not paused, not issued to them yet."""
-    issued = exists().where(Task.voter_id == _VOTER, Task.comparison_id == Comparison.id)
+    ``p_pool`` that voter ``p_voter`` may get: not paused, not issued to them yet.
+    ``walked``: for a query that stops after a few rows of an index walk, each candidate
+    checked against the voter's tasks by a probe of their index. (PostgreSQL otherwise
+    planned the check as an anti-join, and, for a voter with more tasks than its statistics
+    expect, as a scan of all their tasks per candidate: a pick took 8.0 ms instead of 0.6
+    for a voter with 3,000 tasks, and a session grew from 3.9 to 11 ms over one voter's
+    1,000. OFFSET 0 keeps the subquery from being turned into a join.)"""
+    issued = select(Task.id).where(Task.voter_id == _VOTER,
+                                   Task.comparison_id == Comparison.id)
+    issued = issued.limit(1).offset(0).exists() if walked else issued.exists()
     query = select(Comparison).where(
         Comparison.pool == _POOL,
         Comparison.criterion == criterion,
@@ -91,12 +98,15 @@ def _candidates(criterion: str, validation: bool):
 # and still readable once the write transaction has committed)
 PICKED = (Comparison.id, Comparison.image_a_id, Comparison.image_b_id)
 # Within the lowest level, the least-served of a random sample ("the power of d choices"):
-# two runs of SAMPLE_PER_PICK comparisons per one wanted, each from a random point of the
-# shuffle order. On 96 comparisons of target 26 the votes' standard deviation across
-# comparisons averages 0.41-0.51 votes (tests/unit/test_matchmaking.py, a real database);
-# simulated, picking the least-served of all gives 0.40, one run of the same length 0.8 (a
-# comparison after a wide gap in the keys starts many runs), any one of the level 1.2.
-SAMPLE_PER_PICK = 8
+# two runs of SAMPLE_RUN comparisons (or as many as wanted, if more), each from a random
+# point of the shuffle order. Simulated on 96 comparisons of target 26 picked in sessions
+# of 3, the votes' standard deviation across comparisons averages 0.45-0.49 votes with runs
+# of 12, against 0.40 for the exact least-served, 0.39-0.40 with runs of 24 and 0.62-0.66
+# with runs of 6; one run alone of the same length is worse (a comparison after a wide gap
+# in the keys starts many runs). Each candidate costs a probe of the voter's tasks, and
+# more of them once the voter has met much of the level: runs of 24 took a voter's
+# session on PostgreSQL from 3.9 to 6.1 ms over their first 1,000 sessions of the demo.
+SAMPLE_RUN = 12
 _KEYS = 2**31  # shuffle keys are below this (arena.models.random_key)
 
 
@@ -163,8 +173,8 @@ def next_comparisons(
     """The ``count`` least-served comparisons of ``criterion`` (regular, or gold pairs with
     ``validation``) in the voter's ``pool`` not yet issued to them, as rows of ``PICKED``:
     from the lowest level first (a quarter of the target each, ``Comparison.level``), within
-    it the least-served of a random sample (two runs of ``SAMPLE_PER_PICK`` per one wanted;
-    all of the level when it holds fewer), random among equals. Usually one statement: the
+    it the least-served of a random sample (two runs of ``SAMPLE_RUN``; all of the level
+    when it holds fewer), random among equals. Usually one statement: the
     lowest level is a subquery of the pick (both walk ix_comparison_queue)."""
     query = _pick_query(criterion, validation)
     chosen: list = []
@@ -173,7 +183,7 @@ def next_comparisons(
         wanted = count - len(chosen)
         picked = run(query, {
             "p_voter": voter_id, "p_pool": pool, "p_floor": floor, "p_limit": wanted,
-            "p_sample": wanted * SAMPLE_PER_PICK,
+            "p_sample": max(SAMPLE_RUN, wanted),
             "p_start": int(rng.integers(0, _KEYS)),
             "p_start2": int(rng.integers(0, _KEYS))}).all()
         if not picked:
@@ -234,7 +244,7 @@ def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
 
 @cache
 def _gold_due_queries(criterion: str) -> tuple:
-    return (_candidates(criterion, validation=False)
+    return (_candidates(criterion, validation=False, walked=False)  # (reads them all)
             .with_only_columns(Comparison.issued, Comparison.campaign_id)
             .order_by(Comparison.issued).limit(1),
             _candidates(criterion, validation=True)
