@@ -20,22 +20,21 @@ branch_labels = None
 depends_on = None
 
 
+# (no batch table rebuild: on SQLite it drops and recreates comparison, which the foreign
+# keys of task and vote refuse once any task exists; SQLite 3.35+ drops a column in place)
 def upgrade():
-    with op.batch_alter_table('comparison', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('level', sa.Integer(), server_default='0', nullable=False))
+    op.drop_index('ix_comparison_queue', table_name='comparison')
+    op.add_column('comparison', sa.Column('level', sa.Integer(), server_default='0', nullable=False))
     op.execute("UPDATE comparison SET level = votes_count * 4 / target_votes")
-    with op.batch_alter_table('comparison', schema=None) as batch_op:
-        batch_op.drop_index('ix_comparison_queue')
-        batch_op.create_index('ix_comparison_queue', ['pool', 'criterion', 'is_validation', 'level', 'shuffle_key'], unique=False)
-        batch_op.drop_column('progress')
+    op.create_index('ix_comparison_queue', 'comparison',
+                    ['pool', 'criterion', 'is_validation', 'level', 'shuffle_key'], unique=False)
+    op.drop_column('comparison', 'progress')
 
 
 def downgrade():
-    with op.batch_alter_table('comparison', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('progress', sa.Integer(), nullable=True))
+    op.drop_index('ix_comparison_queue', table_name='comparison')
+    op.add_column('comparison', sa.Column('progress', sa.Integer(), server_default='0', nullable=False))
     op.execute("UPDATE comparison SET progress = votes_count * 1000 / target_votes")
-    with op.batch_alter_table('comparison', schema=None) as batch_op:
-        batch_op.alter_column('progress', existing_type=sa.Integer(), nullable=False)
-        batch_op.drop_index('ix_comparison_queue')
-        batch_op.create_index('ix_comparison_queue', ['pool', 'criterion', 'is_validation', 'progress', 'shuffle_key'], unique=False)
-        batch_op.drop_column('level')
+    op.create_index('ix_comparison_queue', 'comparison',
+                    ['pool', 'criterion', 'is_validation', 'progress', 'shuffle_key'], unique=False)
+    op.drop_column('comparison', 'level')
