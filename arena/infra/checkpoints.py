@@ -5,14 +5,19 @@ once the log passes 1,000 pages, in whichever connection commits then: one write
 about a hundred carried a checkpoint, and its response waited for it. In-process
 (benchmarks/request_cost.py's flow, four rounds of 100 sessions each way): the slowest
 request 8.4-8.7 ms with SQLite's automatic checkpoints against 2.4-2.7 ms with them moved
-out, p99 2.43-2.56 against 2.20-2.36 ms. ``arena serve`` turns the automatic checkpoints
-off on its connections and checkpoints every ``INTERVAL_S`` from a thread of its own
-(``PASSIVE``: it never waits for, nor blocks, a reader or a writer). The command line and
-tests keep SQLite's own.
+out, p99 2.43-2.56 against 2.20-2.36 ms. ``arena serve`` checkpoints every ``INTERVAL_S``
+from a thread of its own (``PASSIVE``: it never waits for, nor blocks, a reader or a
+writer), and its connections keep SQLite's own checkpoint only as a backstop at
+``BACKSTOP_PAGES``: a checkpoint from another thread rarely leaves the log fully copied at
+the moment a writer starts, which is when SQLite rewinds it, so under steady writes the log
+grew without end (an audit: 161 MB after 30 s at 200 writes/s; 18 MB, stable, with the
+backstop), and the backstop also covers a thread that died. The command line and tests
+keep SQLite's own.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sqlite3
@@ -25,6 +30,7 @@ from arena.extensions import db
 
 log = logging.getLogger(__name__)
 INTERVAL_S = 0.2
+BACKSTOP_PAGES = 4000  # (SQLite's default: 1,000)
 
 
 class Checkpointer:
@@ -39,16 +45,23 @@ class Checkpointer:
         self._thread.start()
 
     def _run(self) -> None:
-        connection = sqlite3.connect(self.path, check_same_thread=False)
+        connection = None
         try:
             while not self._stop.wait(self.interval):
                 try:
+                    connection = connection or sqlite3.connect(self.path,
+                                                               check_same_thread=False)
                     connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                     self.done += 1
-                except sqlite3.Error:  # (busy: another process is checkpointing)
-                    log.debug("WAL checkpoint skipped", exc_info=True)
+                except sqlite3.Error:  # (busy: another process is checkpointing; or the
+                    # file could not be opened: tried again next time, the backstop meanwhile)
+                    log.warning("WAL checkpoint of %s failed", self.path, exc_info=True)
         finally:
-            connection.close()
+            if connection is not None:
+                connection.close()
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
 
     def stop(self) -> None:
         self._stop.set()
@@ -56,9 +69,10 @@ class Checkpointer:
 
 
 def checkpoint_in_background(app: Flask) -> dict[int, Checkpointer] | None:
-    """For an app on an SQLite file: its connections stop checkpointing on commit, and a
-    :class:`Checkpointer`, started in each process by its first connection (a server that
-    loads the app before forking its workers gets one per worker), does it instead.
+    """For an app on an SQLite file: its connections checkpoint on commit only as a
+    backstop (``BACKSTOP_PAGES``), and a :class:`Checkpointer` does it instead, started in
+    each process by its first connection (a server that loads the app before forking its
+    workers gets one per worker), and again by the next connection if it has died.
     Returns those checkpointers by process id; None on other databases (and in-memory
     SQLite)."""
     with app.app_context():
@@ -70,11 +84,14 @@ def checkpoint_in_background(app: Flask) -> dict[int, Checkpointer] | None:
     lock = threading.Lock()
 
     @event.listens_for(engine, "connect")
-    def no_checkpoint_on_commit(dbapi_connection, connection_record):
-        dbapi_connection.execute("PRAGMA wal_autocheckpoint=0")
+    def checkpoint_on_commit_as_backstop(dbapi_connection, connection_record):
+        dbapi_connection.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
         with lock:
-            if os.getpid() not in running:
-                running[os.getpid()] = Checkpointer(path)
+            current = running.get(os.getpid())
+            if current is None or not current.alive():
+                running[os.getpid()] = checkpointer = Checkpointer(path)
+                # (its connection closed at exit, so the last one out removes the log)
+                atexit.register(checkpointer.stop)
 
     engine.dispose()  # (connections opened before keep SQLite's automatic checkpoints)
     return running

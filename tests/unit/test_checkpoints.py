@@ -9,7 +9,7 @@ import time
 from sqlalchemy import text
 
 from arena.extensions import db
-from arena.infra.checkpoints import Checkpointer, checkpoint_in_background
+from arena.infra.checkpoints import BACKSTOP_PAGES, Checkpointer, checkpoint_in_background
 
 PAGE = 4096
 
@@ -28,7 +28,7 @@ def test_commits_leave_the_checkpoints_to_the_background_thread(make_app, tmp_pa
     path = tmp_path / "arena.sqlite3"
     with app.app_context():
         connection = db.session.connection().connection.dbapi_connection
-        assert connection.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+        assert connection.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == BACKSTOP_PAGES
         running[os.getpid()].stop()  # (started by that first connection)
         before = path.stat().st_size
         # 1,500 pages: past SQLite's own threshold (1,000), so a commit would have
@@ -45,6 +45,25 @@ def test_commits_leave_the_checkpoints_to_the_background_thread(make_app, tmp_pa
             checkpointer.stop()
         assert path.stat().st_size > before + 1000 * PAGE
         assert checkpointer.done >= 1
+
+
+def test_the_backstop_checkpoints_when_the_thread_is_gone_and_a_new_one_starts(make_app,
+                                                                              tmp_path):
+    app = make_app()
+    running = checkpoint_in_background(app)
+    path = tmp_path / "arena.sqlite3"
+    with app.app_context():
+        db.session.connection()
+        dead = running[os.getpid()]
+        dead.stop()
+        before = path.stat().st_size
+        _write_pages(BACKSTOP_PAGES + 500)  # the commit past the backstop checkpoints
+        assert path.stat().st_size > before + 1000 * PAGE
+        db.session.remove()
+        db.engine.dispose()
+        db.session.connection()  # a new connection: the dead thread is replaced
+        assert running[os.getpid()] is not dead and running[os.getpid()].alive()
+        running[os.getpid()].stop()
 
 
 def test_other_databases_and_memory_keep_their_own(make_app, tmp_path):
