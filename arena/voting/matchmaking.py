@@ -65,7 +65,7 @@ class NotYourSession(Forbidden):
 
 # Matchmaking's statements are built once per criterion and kind (functools.cache) and run
 # with the voter's values as parameters: building them cost more than running them. Their
-# parameters: p_voter, p_pool, and p_floor, p_start, p_limit for the pick.
+# parameters: p_voter, p_pool, and p_floor, p_limit, p_sample, p_start, p_start2 for the pick.
 _VOTER, _POOL = param("p_voter", Task.voter_id), param("p_pool", Comparison.pool)
 
 
@@ -112,14 +112,15 @@ _KEYS = 2**31  # shuffle keys are below this (arena.models.random_key)
 
 def pick_statement(query, limit, start, sample, second_start):
     """The ``limit`` least-served (fewest votes for their target) among two runs of
-    ``sample`` rows of ``query`` in ``shuffle_key`` order, as rows of ``PICKED``: one from
+    ``sample`` rows of ``query`` in ``shuffle_key`` order, as rows of ``PICKED`` and their
+    ``level``: one from
     ``start`` on, wrapping around to the smallest keys (so it holds all of ``query`` when
     that has no more than ``sample`` rows), one from ``second_start`` on; ties go to the
     first after ``start``. One statement whose parts each walk the queue index from a point
     (a round trip saved whenever the rows after the start run out, which they often do once
     only a few pairs are left at the lowest level)."""
     served = (Comparison.votes_count * 1000 // Comparison.target_votes).label("served")
-    query = query.with_only_columns(*PICKED, Comparison.shuffle_key, served)
+    query = query.with_only_columns(*PICKED, Comparison.level, Comparison.shuffle_key, served)
 
     def run_of(condition):  # ``sample`` rows in shuffle order from a point
         return (query.where(condition).order_by(Comparison.shuffle_key).limit(sample)
@@ -129,12 +130,12 @@ def pick_statement(query, limit, start, sample, second_start):
               for part, condition in enumerate((Comparison.shuffle_key >= start,
                                                 Comparison.shuffle_key < start))]
     wrapped = union_all(*halves).subquery()
-    first = (select(*(wrapped.c[c] for c in ("id", "image_a_id", "image_b_id",
+    first = (select(*(wrapped.c[c] for c in ("id", "image_a_id", "image_b_id", "level",
                                              "shuffle_key", "served")))
              .order_by(wrapped.c.part, wrapped.c.shuffle_key).limit(sample).subquery())
     drawn = union(select(first),
                   select(run_of(Comparison.shuffle_key >= second_start))).subquery()
-    return (select(drawn.c.id, drawn.c.image_a_id, drawn.c.image_b_id)
+    return (select(drawn.c.id, drawn.c.image_a_id, drawn.c.image_b_id, drawn.c.level)
             .order_by(drawn.c.served, drawn.c.shuffle_key < start, drawn.c.shuffle_key)
             .limit(limit))
 
@@ -156,16 +157,6 @@ def _pick_query(criterion: str, validation: bool):
                           param("p_start2", Comparison.shuffle_key))
 
 
-def lowest_level(base, floor: int):
-    """The lowest ``level`` above ``floor`` among the comparisons of ``base``, as a scalar
-    subquery that walks the queue index in level order and stops at the first comparison
-    the voter may get. (``min(progress)`` read every candidate instead: on PostgreSQL 89 ms
-    against 0.5 ms for a voter with 51 tasks among 7,400 comparisons, growing with the
-    campaign.)"""
-    return (base.where(Comparison.level > floor).with_only_columns(Comparison.level)
-            .order_by(Comparison.level).limit(1).scalar_subquery())
-
-
 def next_comparisons(
     voter_id: int, criterion: str, count: int, rng: np.random.Generator,
     validation: bool = False, pool: int = 0,
@@ -174,24 +165,28 @@ def next_comparisons(
     ``validation``) in the voter's ``pool`` not yet issued to them, as rows of ``PICKED``:
     from the lowest level first (a quarter of the target each, ``Comparison.level``), within
     it the least-served of a random sample (two runs of ``SAMPLE_RUN``; all of the level
-    when it holds fewer), random among equals. Usually one statement: the
-    lowest level is a subquery of the pick (both walk ix_comparison_queue)."""
+    when it holds fewer), random among equals. Usually one statement: the lowest level is a
+    WITH of the pick (both walk ix_comparison_queue)."""
     query = _pick_query(criterion, validation)
     chosen: list = []
     floor = -1
     while len(chosen) < count:
         wanted = count - len(chosen)
+        # (as many more as were taken: a vote landing meanwhile, on PostgreSQL, can move
+        # one of them up to this level, and it is not taken twice)
+        limit = wanted + len(chosen)
         picked = run(query, {
-            "p_voter": voter_id, "p_pool": pool, "p_floor": floor, "p_limit": wanted,
-            "p_sample": max(SAMPLE_RUN, wanted),
+            "p_voter": voter_id, "p_pool": pool, "p_floor": floor, "p_limit": limit,
+            "p_sample": max(SAMPLE_RUN, limit),
             "p_start": int(rng.integers(0, _KEYS)),
             "p_start2": int(rng.integers(0, _KEYS))}).all()
         if not picked:
             break
-        chosen += picked
-        if len(chosen) < count:  # the level ran out: the next one up
-            floor = db.session.scalar(
-                select(Comparison.level).where(Comparison.id == picked[0].id))
+        taken = {row.id for row in chosen}
+        chosen += [row for row in picked if row.id not in taken][:wanted]
+        # short: the level ran out, the next one up (its level as the pick read it: read
+        # again, a vote landing in between could have moved it up and skipped a level)
+        floor = picked[0].level
     return chosen
 
 
