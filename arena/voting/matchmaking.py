@@ -104,8 +104,7 @@ PICKED = (Comparison.id, Comparison.image_a_id, Comparison.image_b_id)
 # of 12, against 0.40 for the exact least-served, 0.39-0.40 with runs of 24 and 0.62-0.66
 # with runs of 6; one run alone of the same length is worse (a comparison after a wide gap
 # in the keys starts many runs). Each candidate costs a probe of the voter's tasks, and
-# more of them once the voter has met much of the level: runs of 24 took a voter's
-# session on PostgreSQL from 3.9 to 6.1 ms over their first 1,000 sessions of the demo.
+# more of them are read once the voter has met much of the level (_candidates).
 SAMPLE_RUN = 12
 _KEYS = 2**31  # shuffle keys are below this (arena.models.random_key)
 
