@@ -45,7 +45,7 @@ class Checkpointer:
         self._thread.start()
 
     def _run(self) -> None:
-        connection = None
+        connection, failing = None, False
         try:
             while not self._stop.wait(self.interval):
                 try:
@@ -53,9 +53,14 @@ class Checkpointer:
                                                                check_same_thread=False)
                     connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                     self.done += 1
-                except sqlite3.Error:  # (busy: another process is checkpointing; or the
-                    # file could not be opened: tried again next time, the backstop meanwhile)
-                    log.warning("WAL checkpoint of %s failed", self.path, exc_info=True)
+                    if failing:
+                        log.warning("WAL checkpoints of %s run again", self.path)
+                    failing = False
+                except sqlite3.Error:  # (the file could not be opened, say: tried again
+                    # next time, the backstop meanwhile; said once, not five times a second)
+                    if not failing:
+                        log.warning("WAL checkpoint of %s failed", self.path, exc_info=True)
+                    failing = True
         finally:
             if connection is not None:
                 connection.close()

@@ -68,3 +68,20 @@ def test_the_backstop_checkpoints_when_the_thread_is_gone_and_a_new_one_starts(m
 
 def test_other_databases_and_memory_keep_their_own(make_app, tmp_path):
     assert checkpoint_in_background(make_app(DATABASE_URL="sqlite://")) is None
+
+
+def test_a_failing_checkpoint_is_said_once_and_its_recovery_too(tmp_path, caplog):
+    missing = tmp_path / "not-yet" / "arena.sqlite3"
+    checkpointer = Checkpointer(str(missing), interval=0.01)
+    try:
+        time.sleep(0.2)  # (about twenty attempts on a folder that is not there)
+        missing.parent.mkdir()
+        deadline = time.monotonic() + 10
+        while checkpointer.done == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        checkpointer.stop()
+    said = [r.getMessage() for r in caplog.records if r.name == "arena.infra.checkpoints"]
+    assert checkpointer.done >= 1
+    assert said == [f"WAL checkpoint of {missing} failed",
+                    f"WAL checkpoints of {missing} run again"]
