@@ -112,12 +112,11 @@ _KEYS = 2**31  # shuffle keys are below this (arena.models.random_key)
 def pick_statement(query, limit, start, sample, second_start):
     """The ``limit`` least-served (fewest votes for their target) among two runs of
     ``sample`` rows of ``query`` in ``shuffle_key`` order, as rows of ``PICKED`` and their
-    ``level``: one from
-    ``start`` on, wrapping around to the smallest keys (so it holds all of ``query`` when
-    that has no more than ``sample`` rows), one from ``second_start`` on; ties go to the
-    first after ``start``. One statement whose parts each walk the queue index from a point
-    (a round trip saved whenever the rows after the start run out, which they often do once
-    only a few pairs are left at the lowest level)."""
+    ``level``: one from ``start`` on, wrapping around to the smallest keys (so it holds all
+    of ``query`` when that has no more than ``sample`` rows), one from ``second_start`` on;
+    ties go to the first after ``start``. One statement whose parts each walk the queue
+    index from a point (a round trip saved whenever the rows after the start run out, which
+    they often do once only a few pairs are left at the lowest level)."""
     served = (Comparison.votes_count * 1000 // Comparison.target_votes).label("served")
     query = query.with_only_columns(*PICKED, Comparison.level, Comparison.shuffle_key, served)
 
@@ -129,8 +128,7 @@ def pick_statement(query, limit, start, sample, second_start):
               for part, condition in enumerate((Comparison.shuffle_key >= start,
                                                 Comparison.shuffle_key < start))]
     wrapped = union_all(*halves).subquery()
-    first = (select(*(wrapped.c[c] for c in ("id", "image_a_id", "image_b_id", "level",
-                                             "shuffle_key", "served")))
+    first = (select(*(column for column in wrapped.c if column.key != "part"))
              .order_by(wrapped.c.part, wrapped.c.shuffle_key).limit(sample).subquery())
     drawn = union(select(first),
                   select(run_of(Comparison.shuffle_key >= second_start))).subquery()
