@@ -42,7 +42,7 @@ from pathlib import Path  # noqa: E402
 import gevent  # noqa: E402
 import numpy as np  # noqa: E402
 from harness import free_port, instance_env  # noqa: E402
-from locust import HttpUser, events, task  # noqa: E402
+from locust import FastHttpUser, HttpUser, events  # noqa: E402
 from locust.env import Environment  # noqa: E402
 
 from arena.cli.server import default_threads  # noqa: E402
@@ -70,13 +70,12 @@ def _record(name, response=None, exception=None, **_):
 HTMX = {"HX-Request": "true"}
 
 
-class ApiVoter(HttpUser):
+class ApiVoter:
     """A phone app: one identity, then sessions of three votes back to back."""
 
     def on_start(self):
         self.token = None
 
-    @task
     def session_and_votes(self):
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         with self.client.post("/api/v1/sessions", json={}, headers=headers,
@@ -94,8 +93,10 @@ class ApiVoter(HttpUser):
             self.client.post(f"/api/v1/tasks/{item['task_id']}/vote", headers=headers,
                              json={"choice": "left", "response_ms": 1500}, name="vote")
 
+    tasks = (session_and_votes,)
 
-class HtmlVoter(HttpUser):
+
+class HtmlVoter:
     """A phone browser with htmx: the landing page and its start form once (redirected to
     the session's page), then each card posted and swapped, and "Next session" on the end
     card posted as htmx does, the next session's first card coming back in its place."""
@@ -103,7 +104,6 @@ class HtmlVoter(HttpUser):
     def on_start(self):
         self.html = None  # the page as last swapped: the end of a session, after the first
 
-    @task
     def session_and_votes(self):
         token = CSRF.search(self.html) if self.html else None
         if token is None:
@@ -128,11 +128,25 @@ class HtmlVoter(HttpUser):
                                     headers=HTMX, name="vote").text
         self.html = html
 
+    tasks = (session_and_votes,)
 
-class CeilingUser(HttpUser):
-    @task
+
+class CeilingUser:
     def insert(self):
         self.client.post("/vote", json={"choice": "left", "response_ms": 1500}, name="insert")
+
+    tasks = (insert,)
+
+
+# the load generator's HTTP client: geventhttpclient's (locust's FastHttpUser), or python-requests
+# (HttpUser: what the rows of the README before stop 29 used; several times the CPU per
+# request, on the cores the servers use)
+CLIENTS = {"fast": FastHttpUser, "requests": HttpUser}
+
+
+def user_class(behaviour: type, client: str) -> type:
+    """A locust user that acts as ``behaviour`` through ``client``."""
+    return type(behaviour.__name__, (behaviour, CLIENTS[client]), {})
 
 
 def wait_up(url: str, process: subprocess.Popen, log: Path, timeout: float = 90) -> None:
@@ -221,10 +235,10 @@ def run(label: str, url: str | None, args) -> None:
     try:
         wait_up(f"http://127.0.0.1:{port}/api/v1/health", serve, serve_log)
         wait_up(f"http://127.0.0.1:{ceiling_port}/healthz", ceiling, ceiling_log)
-        user = HtmlVoter if args.html else ApiVoter
+        user = user_class(HtmlVoter if args.html else ApiVoter, args.client)
         arena = drive(user, f"http://127.0.0.1:{port}", args.users, args.seconds)
-        bare = drive(CeilingUser, f"http://127.0.0.1:{ceiling_port}", args.users,
-                     args.seconds)
+        bare = drive(user_class(CeilingUser, args.client), f"http://127.0.0.1:{ceiling_port}",
+                     args.users, args.seconds)
     finally:
         stop(serve)
         stop(ceiling)
@@ -236,8 +250,8 @@ def run(label: str, url: str | None, args) -> None:
 def report(label: str, arena: dict, bare: dict, args) -> None:
     flow = "htmx pages" if args.html else "JSON API"
     gold = "made by the server under load (--cold)" if args.cold else "made ahead"
-    print(f"\n{label}: {args.users} voters ({flow}), {args.workers} worker(s) x "
-          f"{args.threads} threads, {args.seconds:.0f} s each; gold supply {gold}")
+    print(f"\n{label}: {args.users} voters ({flow}, {args.client} client), {args.workers} "
+          f"worker(s) x {args.threads} threads, {args.seconds:.0f} s each; gold supply {gold}")
     print(f"  {'endpoint':10s} {'req/s':>8s} {'fail':>5s} {'app p50':>8s} {'app p99':>8s} "
           f"{'SQL/req':>7s} {'client p50':>10s}")
     for name, row in sorted({**arena, **bare}.items()):
@@ -290,6 +304,8 @@ def main() -> None:
                         help="skip `arena campaign fill-gold`: the server renders the damaged "
                              "gold copies while it serves the load")
     parser.add_argument("--only", choices=("sqlite", "postgres"))
+    parser.add_argument("--client", choices=tuple(CLIENTS), default="requests",
+                        help="the load generator's HTTP client (default: requests)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         type=lambda text: tuple(text.split("=", 1)),
                         help="an Arena setting for the run, e.g. VALIDATION_RATE=0")
