@@ -14,7 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("flow", [[], ["--html"]], ids=["api", "htmx"])
+# (each HTTP client of the load generator once: python-requests, the default, and
+# geventhttpclient's with --client fast)
+@pytest.mark.parametrize("flow", [[], ["--html", "--client", "fast"]], ids=["api", "htmx"])
 def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
     done = subprocess.run(
         [sys.executable, "benchmarks/ingest.py", "--only", "sqlite", "--seconds", "2",
@@ -25,6 +27,7 @@ def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
     out = done.stdout
     # (htmx: a voter's first session comes from the start form, before the counted
     # seconds; the next ones in place of the last one's end card)
+    assert f"{'fast' if flow else 'requests'} client" in out
     for name in ("insert", "vote", "next" if flow else "session"):
         row = re.search(rf"^\s+{name}\s+([\d.]+)\s+(\d+)\s", out, re.M)
         assert row and float(row[1]) > 0, out
