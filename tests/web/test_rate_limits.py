@@ -71,17 +71,16 @@ def test_a_voter_over_their_own_limit_does_not_spend_their_networks(make_app):
     """The attack: one voter behind a shared address (a school, a mobile carrier's NAT)
     keeps asking after their own limit refuses them. Their refused requests are not counted
     against the network, so the others behind it still get in."""
-    app = make_app(RATELIMIT_ENABLED=True, RATE_LIMIT_SESSIONS="3/minute",
-                   RATE_LIMIT_NETWORK_SESSIONS="6/minute", RATE_LIMIT_NEW_VOTERS="100/hour")
-    with app.app_context():
-        make_campaign()
-    spammer = app.test_client()
+    spammer = _client_of_campaign(make_app, RATELIMIT_ENABLED=True,
+                                  RATE_LIMIT_SESSIONS="3/minute",
+                                  RATE_LIMIT_NETWORK_SESSIONS="6/minute",
+                                  RATE_LIMIT_NEW_VOTERS="100/hour")
     token = spammer.post("/api/v1/sessions").json["voter_token"]
     headers = {"Authorization": f"Bearer {token}"}
     codes = [spammer.post("/api/v1/sessions", headers=headers).status_code
              for _ in range(20)]
     assert codes == [201] * 3 + [429] * 17
-    neighbour = app.test_client()  # the same network, no identity yet
+    neighbour = spammer.application.test_client()  # the same network, no identity yet
     assert neighbour.post("/api/v1/sessions").status_code == 201
 
 
