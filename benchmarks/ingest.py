@@ -2,7 +2,8 @@
 
     .venv/bin/pip install -e ".[bench]"          # locust
     .venv/bin/python benchmarks/ingest.py [--postgres URL] [--users 16] [--seconds 30]
-                                          [--workers CORES] [--threads T] [--html] [--cold]
+                                          [--rounds 6] [--workers CORES] [--threads T]
+                                          [--html] [--cold] [--client requests|fast]
 
 For each database (SQLite, and PostgreSQL when ``--postgres`` names an empty database): a
 fresh instance with the demo campaign and its gold supply made ahead (``arena campaign
@@ -15,9 +16,14 @@ vote-shaped row per request (benchmarks/ceiling.py). Locust drives both with ``-
 phone voters through the JSON API, without think time: a session, then its three votes
 (alignment captions confirmed first). It prints requests/s, the app's own p50/p99 per
 endpoint and its SQL statements per request, failures, and votes/s as a share of the
-ceiling's inserts/s. ``--html`` drives the htmx voter pages instead of the API: the landing
-page and its start form once per voter, then the cards, and each next session from the end
-card's "Next session" as htmx posts it (endpoint "next").
+ceiling's inserts/s. The two servers take turns (``--rounds``, 6 of ``--seconds``/6 each:
+Arena, ceiling, ceiling, Arena, ...), because this machine's speed drifts within seconds:
+three runs each of the same code in one hour gave ratios of 0.39, 0.31 and 0.28 with the
+ceiling measured after Arena in one turn each, 0.32, 0.38 and 0.36 in 2 rounds, 0.33, 0.34
+and 0.33 in 6 (while the ratios of single 5 s rounds moved from 0.24 to 0.43). The ratio of
+each round is printed too. ``--html`` drives the htmx voter pages instead of the API: the
+landing page and its start form once per voter, then the cards, and each next session from
+the end card's "Next session" as htmx posts it (endpoint "next").
 """
 
 from __future__ import annotations
@@ -171,8 +177,9 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def drive(user, host: str, users: int, seconds: float) -> dict:
-    """Run ``users`` of ``user`` against ``host`` for ``seconds``; per endpoint: requests/s,
-    failures, and the app's own p50/p99 (ms) and median statements per request."""
+    """Run ``users`` of ``user`` against ``host`` for ``seconds`` (after 2 s to warm up); per
+    endpoint what :func:`combined` sums over rounds: requests, failures, the app's own
+    times (ms) and statements per request, and locust's entry (the client's times)."""
     server_ms.clear()
     statements.clear()
     env = Environment(user_classes=[user], host=host, events=events)
@@ -184,19 +191,48 @@ def drive(user, host: str, users: int, seconds: float) -> dict:
     statements.clear()
     gevent.sleep(seconds)
     runner.quit()
-    out = {}
     for error in env.stats.errors.values():
         print(f"  failure x{error.occurrences} {error.name}: {str(error.error)[:160]}")
-    for (name, _method), entry in env.stats.entries.items():
-        times = server_ms.get(name, [])
+    return {name: {"requests": entry.num_requests, "failures": entry.num_failures,
+                   "server_ms": list(server_ms.get(name, ())),
+                   "statements": list(statements.get(name, ())), "client": entry}
+            for (name, _method), entry in env.stats.entries.items()}
+
+
+def combined(rounds: list[dict], seconds: float) -> dict:
+    """Per endpoint over the ``rounds`` of :func:`drive` (``seconds`` of them in all):
+    requests/s, failures, the app's own p50/p99 (ms), the median statements per request and
+    the client's p50."""
+    out = {}
+    for name in sorted({name for driven in rounds for name in driven}):
+        parts = [driven[name] for driven in rounds if name in driven]
+        times = [t for part in parts for t in part["server_ms"]]
+        counts = [n for part in parts for n in part["statements"]]
+        client = parts[0]["client"]
+        for part in parts[1:]:
+            client.extend(part["client"])
         out[name] = {
-            "rps": entry.num_requests / seconds, "failures": entry.num_failures,
+            "rps": sum(part["requests"] for part in parts) / seconds,
+            "failures": sum(part["failures"] for part in parts),
             "p50": float(np.percentile(times, 50)) if times else None,
             "p99": float(np.percentile(times, 99)) if times else None,
-            "statements": float(np.median(statements[name])) if statements.get(name) else None,
-            "client_p50": entry.get_response_time_percentile(0.5),
+            "statements": float(np.median(counts)) if counts else None,
+            "client_p50": client.get_response_time_percentile(0.5),
         }
     return out
+
+
+def alternate(drive_arena, drive_ceiling, rounds: int) -> tuple[list, list]:
+    """Arena and the ceiling driven by turns, ``rounds`` times each, the order flipped every
+    round (Arena, ceiling, ceiling, Arena, ...): this machine's speed drifts within minutes,
+    and a drift that runs one way through the run then falls on both alike. Returns each
+    one's rounds."""
+    arena, ceiling = [], []
+    for number in range(rounds):
+        turns = ((arena, drive_arena), (ceiling, drive_ceiling))
+        for results, drive_one in (turns if number % 2 == 0 else turns[::-1]):
+            results.append(drive_one())
+    return arena, ceiling
 
 
 def run(label: str, url: str | None, args) -> None:
@@ -236,22 +272,32 @@ def run(label: str, url: str | None, args) -> None:
         wait_up(f"http://127.0.0.1:{port}/api/v1/health", serve, serve_log)
         wait_up(f"http://127.0.0.1:{ceiling_port}/healthz", ceiling, ceiling_log)
         user = user_class(HtmlVoter if args.html else ApiVoter, args.client)
-        arena = drive(user, f"http://127.0.0.1:{port}", args.users, args.seconds)
-        bare = drive(user_class(CeilingUser, args.client), f"http://127.0.0.1:{ceiling_port}",
-                     args.users, args.seconds)
+        bare_user = user_class(CeilingUser, args.client)
+        each = args.seconds / args.rounds
+        arena, bare = alternate(
+            lambda: drive(user, f"http://127.0.0.1:{port}", args.users, each),
+            lambda: drive(bare_user, f"http://127.0.0.1:{ceiling_port}", args.users, each),
+            args.rounds)
     finally:
         stop(serve)
         stop(ceiling)
-    report(label, arena, bare, args)
+    by_round = [_rate(a, "vote", each) / _rate(b, "insert", each)
+                for a, b in zip(arena, bare, strict=True) if _rate(b, "insert", each)]
+    report(label, combined(arena, args.seconds), combined(bare, args.seconds), args, by_round)
     if url:
         report_updates(url)
 
 
-def report(label: str, arena: dict, bare: dict, args) -> None:
+def _rate(driven: dict, name: str, seconds: float) -> float:
+    return driven[name]["requests"] / seconds if name in driven else 0.0
+
+
+def report(label: str, arena: dict, bare: dict, args, by_round: list[float]) -> None:
     flow = "htmx pages" if args.html else "JSON API"
     gold = "made by the server under load (--cold)" if args.cold else "made ahead"
     print(f"\n{label}: {args.users} voters ({flow}, {args.client} client), {args.workers} "
-          f"worker(s) x {args.threads} threads, {args.seconds:.0f} s each; gold supply {gold}")
+          f"worker(s) x {args.threads} threads, {args.seconds:.0f} s each in {args.rounds} "
+          f"alternating round(s); gold supply {gold}")
     print(f"  {'endpoint':10s} {'req/s':>8s} {'fail':>5s} {'app p50':>8s} {'app p99':>8s} "
           f"{'SQL/req':>7s} {'client p50':>10s}")
     for name, row in sorted({**arena, **bare}.items()):
@@ -265,6 +311,8 @@ def report(label: str, arena: dict, bare: dict, args) -> None:
     ceiling = bare.get("insert", {}).get("rps", 0.0)
     print(f"  votes/s {votes:.1f} against the bare INSERT's {ceiling:.1f}/s: ratio "
           f"{votes / ceiling if ceiling else float('nan'):.2f} (goal >= 0.5)")
+    if len(by_round) > 1:
+        print("  ratio by round: " + ", ".join(f"{ratio:.2f}" for ratio in by_round))
 
 
 UPDATED = ("comparison", "task", "voter", "elo_rating")
@@ -294,6 +342,9 @@ def main() -> None:
     parser.add_argument("--postgres", help="an empty PostgreSQL database URL")
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--rounds", type=int, default=6,
+                        help="split each server's seconds into this many turns, alternating "
+                             "with the other's (Arena, ceiling, ceiling, Arena, ...)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="processes of each server (default: one per core, as arena serve)")
     parser.add_argument("--threads", type=int, default=None,
@@ -310,6 +361,8 @@ def main() -> None:
                         type=lambda text: tuple(text.split("=", 1)),
                         help="an Arena setting for the run, e.g. VALIDATION_RATE=0")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     if args.only != "postgres":
         run("SQLite", None, args)
     if args.postgres and args.only != "sqlite":

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
     done = subprocess.run(
         [sys.executable, "benchmarks/ingest.py", "--only", "sqlite", "--seconds", "2",
-         "--users", "2", "--set", "DEMO_PROMPTS=12", "--set", "DEMO_IMAGES_PER_MODEL=2",
-         "--set", "GOLD_MAX_DAMAGED=8", *flow],
+         "--rounds", "2", "--users", "2", "--set", "DEMO_PROMPTS=12",
+         "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=8", *flow],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
@@ -35,3 +35,7 @@ def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
     ratio = re.search(r"votes/s ([\d.]+) against the bare INSERT's ([\d.]+)/s: ratio ([\d.]+)",
                       out)
     assert ratio and 0 < float(ratio[3]) < 5, out
+    # (two turns each, Arena, ceiling, ceiling, Arena: a ratio for each round)
+    assert "2 alternating round(s)" in out, out
+    by_round = re.search(r"ratio by round: ([\d.]+), ([\d.]+)$", out, re.M)
+    assert by_round and all(0 < float(r) < 5 for r in by_round.groups()), out
