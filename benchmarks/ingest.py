@@ -224,7 +224,7 @@ def combined(rounds: list[dict], seconds: float) -> dict:
 
 def alternate(drive_arena, drive_ceiling, rounds: int) -> tuple[list, list]:
     """Arena and the ceiling driven by turns, ``rounds`` times each, the order flipped every
-    round (Arena, ceiling, ceiling, Arena, ...): this machine's speed drifts within minutes,
+    round (Arena, ceiling, ceiling, Arena, ...): this machine's speed drifts within seconds,
     and a drift that runs one way through the run then falls on both alike. Returns each
     one's rounds."""
     arena, ceiling = [], []
