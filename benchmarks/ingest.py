@@ -281,15 +281,16 @@ def run(label: str, url: str | None, args) -> None:
     finally:
         stop(serve)
         stop(ceiling)
-    by_round = [_rate(a, "vote", each) / _rate(b, "insert", each)
-                for a, b in zip(arena, bare, strict=True) if _rate(b, "insert", each)]
+    # (each round's turns are equally long: its ratio is of the request counts)
+    by_round = [_count(a, "vote") / _count(b, "insert")
+                for a, b in zip(arena, bare, strict=True) if _count(b, "insert")]
     report(label, combined(arena, args.seconds), combined(bare, args.seconds), args, by_round)
     if url:
         report_updates(url)
 
 
-def _rate(driven: dict, name: str, seconds: float) -> float:
-    return driven[name]["requests"] / seconds if name in driven else 0.0
+def _count(driven: dict, name: str) -> int:
+    return driven[name]["requests"] if name in driven else 0
 
 
 def report(label: str, arena: dict, bare: dict, args, by_round: list[float]) -> None:
