@@ -24,6 +24,11 @@ and 0.33 in 6 (while the ratios of single 5 s rounds moved from 0.24 to 0.43). T
 each round is printed too. ``--html`` drives the htmx voter pages instead of the API: the
 landing page and its start form once per voter, then the cards, and each next session from
 the end card's "Next session" as htmx posts it (endpoint "next").
+
+The API flow is driven a third time, by turns with the other two, against the protocol floor
+(benchmarks/ceiling.py's ``/api/v1``: the same requests answered in the same shape, with only
+the writes the protocol records, in the ceiling's server): its votes/s is what this flow
+could reach with no lookup, rule or lock, and Arena's share of it is what those cost.
 """
 
 from __future__ import annotations
@@ -222,17 +227,17 @@ def combined(rounds: list[dict], seconds: float) -> dict:
     return out
 
 
-def alternate(drive_arena, drive_ceiling, rounds: int) -> tuple[list, list]:
-    """Arena and the ceiling driven by turns, ``rounds`` times each, the order flipped every
-    round (Arena, ceiling, ceiling, Arena, ...): this machine's speed drifts within seconds,
-    and a drift that runs one way through the run then falls on both alike. Returns each
-    one's rounds."""
-    arena, ceiling = [], []
+def alternate(drives: list, rounds: int) -> list[list]:
+    """The servers' drives taken by turns, ``rounds`` times each, the order reversed every
+    round (Arena, ceiling, floor, floor, ceiling, Arena, ...): this machine's speed drifts
+    within seconds, and a drift that runs one way through the run then falls on all alike.
+    Returns each drive's rounds, in the order given."""
+    results: list[list] = [[] for _ in drives]
+    turns = list(zip(results, drives, strict=True))
     for number in range(rounds):
-        turns = ((arena, drive_arena), (ceiling, drive_ceiling))
-        for results, drive_one in (turns if number % 2 == 0 else turns[::-1]):
-            results.append(drive_one())
-    return arena, ceiling
+        for out, drive_one in (turns if number % 2 == 0 else turns[::-1]):
+            out.append(drive_one())
+    return results
 
 
 def run(label: str, url: str | None, args) -> None:
@@ -274,17 +279,20 @@ def run(label: str, url: str | None, args) -> None:
         user = user_class(HtmlVoter if args.html else ApiVoter, args.client)
         bare_user = user_class(CeilingUser, args.client)
         each = args.seconds / args.rounds
-        arena, bare = alternate(
-            lambda: drive(user, f"http://127.0.0.1:{port}", args.users, each),
-            lambda: drive(bare_user, f"http://127.0.0.1:{ceiling_port}", args.users, each),
-            args.rounds)
+        ceiling_host = f"http://127.0.0.1:{ceiling_port}"
+        drives = [lambda: drive(user, f"http://127.0.0.1:{port}", args.users, each),
+                  lambda: drive(bare_user, ceiling_host, args.users, each)]
+        if not args.html:  # the protocol floor: the same API flow, its writes only
+            drives.append(lambda: drive(user, ceiling_host, args.users, each))
+        arena, bare, *floor = alternate(drives, args.rounds)
     finally:
         stop(serve)
         stop(ceiling)
     # (each round's turns are equally long: its ratio is of the request counts)
     by_round = [_count(a, "vote") / _count(b, "insert")
                 for a, b in zip(arena, bare, strict=True) if _count(b, "insert")]
-    report(label, combined(arena, args.seconds), combined(bare, args.seconds), args, by_round)
+    report(label, combined(arena, args.seconds), combined(bare, args.seconds), args, by_round,
+           combined(floor[0], args.seconds) if floor else None)
     if url:
         report_updates(url)
 
@@ -293,7 +301,8 @@ def _count(driven: dict, name: str) -> int:
     return driven[name]["requests"] if name in driven else 0
 
 
-def report(label: str, arena: dict, bare: dict, args, by_round: list[float]) -> None:
+def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
+           floor: dict | None = None) -> None:
     flow = "htmx pages" if args.html else "JSON API"
     gold = "made by the server under load (--cold)" if args.cold else "made ahead"
     print(f"\n{label}: {args.users} voters ({flow}, {args.client} client), {args.workers} "
@@ -314,6 +323,17 @@ def report(label: str, arena: dict, bare: dict, args, by_round: list[float]) -> 
           f"{votes / ceiling if ceiling else float('nan'):.2f} (goal >= 0.5)")
     if len(by_round) > 1:
         print("  ratio by round: " + ", ".join(f"{ratio:.2f}" for ratio in by_round))
+    if floor:
+        print("  the protocol floor (benchmarks/ceiling.py: the same flow, its writes only):")
+        for name in ("session", "read", "vote"):
+            if name in floor:
+                row = floor[name]
+                print(f"    {name:8s} {row['rps']:8.1f} {row['failures']:5d} "
+                      f"{row['client_p50']:10.0f} (req/s, failures, client p50)")
+        at_floor = floor.get("vote", {}).get("rps", 0.0)
+        print(f"  floor votes/s {at_floor:.1f}: ratio "
+              f"{at_floor / ceiling if ceiling else float('nan'):.2f} to the bare INSERT; Arena "
+              f"at {votes / at_floor if at_floor else float('nan'):.2f} of the floor")
 
 
 UPDATED = ("comparison", "task", "voter", "elo_rating")

@@ -16,7 +16,9 @@ bare-INSERT app of benchmarks/ceiling.py is driven the same way on the same data
 prints per endpoint the median and p99 time and the SQL statements per request, and the
 votes one core could take per second against the inserts it could take: the ceiling's ratio
 with no load generator in the way (a session and a caption confirmation are requests too,
-so a vote costs more than its own request).
+so a vote costs more than its own request). The API flow is driven against the protocol
+floor of benchmarks/ceiling.py as well (the same requests, only the writes the protocol
+records): the server time per vote with no lookup, rule or lock, and Arena's share of it.
 
 ``--paired KEY=VALUE`` measures what one setting costs instead: the same flow in one process,
 with and without it, alternating (eight rounds of ``--cycles``/8 sessions each, so drift of a
@@ -66,11 +68,13 @@ def timed(times: dict, statements: dict, name: str, call):
     return response
 
 
-def drive_arena(env: dict, cycles: int) -> tuple[dict, dict]:
-    os.environ.update(env)
-    from arena import create_app
+def drive_arena(env: dict, cycles: int, client=None) -> tuple[dict, dict]:
+    """The JSON API's voter flow against Arena (or ``client``'s app: the protocol floor)."""
+    if client is None:
+        os.environ.update(env)
+        from arena import create_app
 
-    client = create_app().test_client()
+        client = create_app().test_client()
     times, statements = defaultdict(list), defaultdict(list)
     token = None
     for n in range(30 + cycles):
@@ -147,12 +151,21 @@ def drive_html(env: dict, cycles: int, next_in_place: bool = True) -> tuple[dict
     return times, statements
 
 
-def drive_ceiling(url: str, requests: int) -> list[float]:
+def ceiling_app(url: str):
     os.environ["CEILING_DATABASE_URL"] = url
     sys.path.insert(0, str(ROOT))
     from benchmarks.ceiling import app
 
-    client = app.test_client()
+    return app
+
+
+def drive_floor(url: str, cycles: int) -> dict:
+    """The JSON API's voter flow against the protocol floor (benchmarks/ceiling.py)."""
+    return drive_arena({}, cycles, ceiling_app(url).test_client())[0]
+
+
+def drive_ceiling(url: str, requests: int) -> list[float]:
+    client = ceiling_app(url).test_client()
     times: dict = defaultdict(list)
     for n in range(100 + requests):
         if n == 100:
@@ -163,9 +176,10 @@ def drive_ceiling(url: str, requests: int) -> list[float]:
 
 
 def report(label: str, times: dict, statements: dict, ceiling: list[float],
-           cycles: int) -> None:
+           cycles: int, floor: dict | None = None) -> None:
     print(f"\n{label}: {cycles} sessions of one voter after another, in-process")
-    print(f"  {'request':10s} {'count':>6s} {'median':>8s} {'p99':>8s} {'SQL/req':>7s}")
+    print(f"  {'request':10s} {'count':>6s} {'median':>8s} {'p99':>8s} {'SQL/req':>7s}"
+          + (f" {'floor median':>12s}" if floor else ""))
     rows = {**times, "insert": ceiling}
     for name in ("session", "page", "read", "vote", "insert"):
         if not rows.get(name):
@@ -173,8 +187,10 @@ def report(label: str, times: dict, statements: dict, ceiling: list[float],
         values = sorted(rows[name])
         p99 = values[min(len(values) - 1, int(0.99 * len(values)))]
         sql = statistics.median(statements[name]) if statements.get(name) else None
+        at_floor = statistics.median(floor[name]) if floor and floor.get(name) else None
         print(f"  {name:10s} {len(values):6d} {statistics.median(values):7.2f}  {p99:7.2f} "
-              f"{'-' if sql is None else f'{sql:7.0f}'}")
+              f"{'-' if sql is None else f'{sql:7.0f}'}"
+              + (f" {at_floor:12.2f}" if at_floor is not None else ""))
     spent = sum(sum(values) for values in times.values())
     per_vote = spent / len(times["vote"])
     insert = statistics.mean(ceiling)
@@ -182,6 +198,11 @@ def report(label: str, times: dict, statements: dict, ceiling: list[float],
           f"{per_vote:.2f} ms (mean); a bare INSERT request {insert:.2f} ms")
     print(f"  one core: {1000 / per_vote:.0f} votes/s against {1000 / insert:.0f} inserts/s: "
           f"ratio {insert / per_vote:.2f} (goal >= 0.5)")
+    if floor:
+        floor_vote = sum(sum(values) for values in floor.values()) / len(floor["vote"])
+        print(f"  the protocol floor (the same flow, its writes only): {floor_vote:.2f} ms per "
+              f"vote, ratio {insert / floor_vote:.2f} to the bare INSERT; Arena at "
+              f"{floor_vote / per_vote:.2f} of the floor")
 
 
 def paired(env: dict, html: bool, cycles: int, key: str, value: str) -> None:
@@ -250,9 +271,10 @@ def main() -> None:
     times, statements = (drive_html if args.html else drive_arena)(env, args.cycles)
     ceiling_url = args.postgres or f"sqlite:///{instance / 'ceiling.sqlite3'}"
     ceiling = drive_ceiling(ceiling_url, 3 * args.cycles)
+    floor = None if args.html else drive_floor(ceiling_url, args.cycles)
     report(("PostgreSQL" if args.postgres else "SQLite")
            + (", htmx pages" if args.html else ", JSON API"), times, statements, ceiling,
-           args.cycles)
+           args.cycles, floor)
 
 
 if __name__ == "__main__":

@@ -39,3 +39,13 @@ def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
     assert "2 alternating round(s)" in out, out
     by_round = re.search(r"ratio by round: ([\d.]+), ([\d.]+)$", out, re.M)
     assert by_round and all(0 < float(r) < 5 for r in by_round.groups()), out
+    # the API flow is driven against the protocol floor too (its writes only), by turns
+    floor = re.search(r"floor votes/s ([\d.]+): ratio ([\d.]+) to the bare INSERT; Arena at "
+                      r"([\d.]+) of the floor", out)
+    if flow:
+        assert floor is None, out
+    else:
+        assert floor and float(floor[1]) > 0 and 0 < float(floor[3]) < 5, out
+        for name in ("session", "read", "vote"):
+            row = re.search(rf"^\s+{name}\s+([\d.]+)\s+(\d+)\s+\d+ \(req/s", out, re.M)
+            assert row and float(row[1]) > 0 and int(row[2]) == 0, out
