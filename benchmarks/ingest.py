@@ -63,10 +63,12 @@ BIN = Path(sys.executable).parent
 DEMO = "Demo: DrawBench"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 CARD = re.compile(r'hx-post="(/t/(\d+))"')
-TIMING = re.compile(r"app;dur=([\d.]+), sql;desc=\"statements\";dur=(\d+)")
+TIMING = re.compile(r"app;dur=([\d.]+), sql;desc=\"statements\";dur=(\d+)"
+                    r"(?:, writer;dur=([\d.]+))?")
 
 server_ms: dict[str, list[float]] = defaultdict(list)
 statements: dict[str, list[int]] = defaultdict(list)
+writer_ms: dict[str, list[float]] = defaultdict(list)  # (SQLite: waiting to write)
 
 
 @events.request.add_listener
@@ -76,6 +78,8 @@ def _record(name, response=None, exception=None, **_):
         if match:
             server_ms[name].append(float(match[1]))
             statements[name].append(int(match[2]))
+            if match[3] is not None:
+                writer_ms[name].append(float(match[3]))
 
 
 HTMX = {"HX-Request": "true"}
@@ -187,6 +191,7 @@ def drive(user, host: str, users: int, seconds: float) -> dict:
     times (ms) and statements per request, and locust's entry (the client's times)."""
     server_ms.clear()
     statements.clear()
+    writer_ms.clear()
     env = Environment(user_classes=[user], host=host, events=events)
     runner = env.create_local_runner()
     runner.start(users, spawn_rate=users)
@@ -194,13 +199,15 @@ def drive(user, host: str, users: int, seconds: float) -> dict:
     env.stats.reset_all()
     server_ms.clear()
     statements.clear()
+    writer_ms.clear()
     gevent.sleep(seconds)
     runner.quit()
     for error in env.stats.errors.values():
         print(f"  failure x{error.occurrences} {error.name}: {str(error.error)[:160]}")
     return {name: {"requests": entry.num_requests, "failures": entry.num_failures,
                    "server_ms": list(server_ms.get(name, ())),
-                   "statements": list(statements.get(name, ())), "client": entry}
+                   "statements": list(statements.get(name, ())),
+                   "writer_ms": list(writer_ms.get(name, ())), "client": entry}
             for (name, _method), entry in env.stats.entries.items()}
 
 
@@ -213,6 +220,7 @@ def combined(rounds: list[dict], seconds: float) -> dict:
         parts = [driven[name] for driven in rounds if name in driven]
         times = [t for part in parts for t in part["server_ms"]]
         counts = [n for part in parts for n in part["statements"]]
+        waits = [t for part in parts for t in part["writer_ms"]]
         client = parts[0]["client"]
         for part in parts[1:]:
             client.extend(part["client"])
@@ -223,6 +231,7 @@ def combined(rounds: list[dict], seconds: float) -> dict:
             "p99": float(np.percentile(times, 99)) if times else None,
             "statements": float(np.median(counts)) if counts else None,
             "client_p50": client.get_response_time_percentile(0.5),
+            "writer_p99": float(np.percentile(waits, 99)) if waits else None,
         }
     return out
 
@@ -309,14 +318,14 @@ def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
           f"worker(s) x {args.threads} threads, {args.seconds:.0f} s each in {args.rounds} "
           f"alternating round(s); gold supply {gold}")
     print(f"  {'endpoint':10s} {'req/s':>8s} {'fail':>5s} {'app p50':>8s} {'app p99':>8s} "
-          f"{'SQL/req':>7s} {'client p50':>10s}")
+          f"{'SQL/req':>7s} {'client p50':>10s} {'writer p99':>10s}")
     for name, row in sorted({**arena, **bare}.items()):
         if not row["rps"] and not row["failures"]:
             continue  # (htmx: the landing and start form, each voter's first, before the count)
         fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
         print(f"  {name:10s} {row['rps']:8.1f} {row['failures']:5d} {fmt(row['p50'], '8.2f')} "
               f"{fmt(row['p99'], '8.2f')} {fmt(row['statements'], '7.0f')} "
-              f"{fmt(row['client_p50'], '10.0f')}")
+              f"{fmt(row['client_p50'], '10.0f')} {fmt(row.get('writer_p99'), '10.2f')}")
     votes = arena.get("vote", {}).get("rps", 0.0)
     ceiling = bare.get("insert", {}).get("rps", 0.0)
     print(f"  votes/s {votes:.1f} against the bare INSERT's {ceiling:.1f}/s: ratio "

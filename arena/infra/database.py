@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from typing import TypeVar
 
 from flask import current_app
@@ -122,6 +123,12 @@ def ping_when_idle(engine: Engine) -> None:
 # meet at SQLite's lock.
 _sqlite_writer = threading.RLock()
 
+# The request's time waiting to write on SQLite (ms: from asking for the writer lock, this
+# process's and then SQLite's, until holding both), summed over its write transactions. Set
+# to [0.0] by whoever wants it (Server-Timing's ``writer``); None otherwise, and nothing is
+# timed.
+writer_wait: ContextVar[list | None] = ContextVar("arena_writer_wait", default=None)
+
 
 @contextmanager
 def write_transaction(after_reads: bool = False, keep_loaded: bool = False):
@@ -142,6 +149,8 @@ def write_transaction(after_reads: bool = False, keep_loaded: bool = False):
         restart = sqlite and after_reads and _reads_only(session)
         if session.in_transaction() and (sqlite or not after_reads) and not restart:
             session.commit()
+        waits = writer_wait.get() if sqlite else None
+        asked = time.perf_counter() if waits is not None else 0.0
         with _sqlite_writer if sqlite else nullcontext():
             try:
                 # (a BEGIN that failed, the lock not had in time, leaves the session clean
@@ -150,6 +159,8 @@ def write_transaction(after_reads: bool = False, keep_loaded: bool = False):
                     _restart_as_writer(session, keep_loaded)
                 elif sqlite:
                     session.connection(execution_options={_SQLITE_BEGIN: "IMMEDIATE"})
+                if waits is not None:
+                    waits[0] += (time.perf_counter() - asked) * 1000
                 yield session
                 session.commit()
             except BaseException:

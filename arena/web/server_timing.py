@@ -1,7 +1,9 @@
 """``Server-Timing`` on every response when ``SERVER_TIMING`` is on (off by default): the
-app's own time for the request and how many SQL statements it ran, e.g.
-``app;dur=3.1, sql;desc="statements";dur=5``. benchmarks/ingest.py reads it under load, so
-the figures it prints are the server's, not the network's or the load generator's."""
+app's own time for the request, how many SQL statements it ran and, on SQLite, how long it
+waited to write (:data:`arena.infra.database.writer_wait`), e.g.
+``app;dur=3.1, sql;desc="statements";dur=5, writer;dur=0.42``. benchmarks/ingest.py reads it
+under load, so the figures it prints are the server's, not the network's or the load
+generator's."""
 
 from __future__ import annotations
 
@@ -20,25 +22,33 @@ def install(app: Flask) -> None:
     if not app.config.get("SERVER_TIMING"):
         return
     from arena.extensions import db
+    from arena.infra.database import writer_wait
+
+    with app.app_context():
+        sqlite = db.engine.dialect.name == "sqlite"
 
     @app.before_request
     def start():
         g.server_timing = _timing.set([time.perf_counter(), 0])
+        if sqlite:  # (PostgreSQL has no writer lock to wait for)
+            g.writer_wait = writer_wait.set([0.0])
 
     @app.after_request
     def stamp(response):
-        started = _timing.get()
+        started, waited = _timing.get(), writer_wait.get()
         if started is not None:
             took = (time.perf_counter() - started[0]) * 1000
-            response.headers["Server-Timing"] = (f'app;dur={took:.2f}, '
-                                                 f'sql;desc="statements";dur={started[1]}')
+            response.headers["Server-Timing"] = (
+                f'app;dur={took:.2f}, sql;desc="statements";dur={started[1]}'
+                + (f", writer;dur={waited[0]:.2f}" if waited is not None else ""))
         return response
 
     @app.teardown_request
     def end(_exc=None):
-        token = g.pop("server_timing", None)
-        if token is not None:
-            _timing.reset(token)
+        for name, var in (("server_timing", _timing), ("writer_wait", writer_wait)):
+            token = g.pop(name, None)
+            if token is not None:
+                var.reset(token)
 
     def count(*_args, **_kwargs):
         timing = _timing.get()
