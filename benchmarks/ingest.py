@@ -16,19 +16,21 @@ vote-shaped row per request (benchmarks/ceiling.py). Locust drives both with ``-
 phone voters through the JSON API, without think time: a session, then its three votes
 (alignment captions confirmed first). It prints requests/s, the app's own p50/p99 per
 endpoint and its SQL statements per request, failures, and votes/s as a share of the
-ceiling's inserts/s. The two servers take turns (``--rounds``, 6 of ``--seconds``/6 each:
-Arena, ceiling, ceiling, Arena, ...), because this machine's speed drifts within seconds:
-three runs each of the same code in one hour gave ratios of 0.39, 0.31 and 0.28 with the
-ceiling measured after Arena in one turn each, 0.32, 0.38 and 0.36 in 2 rounds, 0.33, 0.34
-and 0.33 in 6 (while the ratios of single 5 s rounds moved from 0.24 to 0.43). The ratio of
-each round is printed too. ``--html`` drives the htmx voter pages instead of the API: the
-landing page and its start form once per voter, then the cards, and each next session from
-the end card's "Next session" as htmx posts it (endpoint "next").
+ceiling's inserts/s. The servers take turns (``--rounds``, 6 of ``--seconds``/6 each: Arena,
+ceiling, floor, floor, ceiling, Arena, ...), because this machine's speed drifts within
+seconds: three runs each of the same code in one hour gave ratios of 0.39, 0.31 and 0.28
+with the ceiling measured after Arena in one turn each, 0.32, 0.38 and 0.36 in 2 rounds,
+0.33, 0.34 and 0.33 in 6 (while the ratios of single 5 s rounds moved from 0.24 to 0.43).
+The ratio of each round is printed too. ``--html`` drives the htmx voter pages instead of
+the API: the landing page and its start form once per voter, then the cards, and each next
+session from the end card's "Next session" as htmx posts it (endpoint "next").
 
 The API flow is driven a third time, by turns with the other two, against the protocol floor
-(benchmarks/ceiling.py's ``/api/v1``: the same requests answered in the same shape, with only
-the writes the protocol records, in the ceiling's server): its votes/s is what this flow
-could reach with no lookup, rule or lock, and Arena's share of it is what those cost.
+(benchmarks/ceiling.py's ``/api/v1``, in the ceiling's server: the same requests answered in
+the same shape by a minimal correct implementation of the protocol's records, on the
+driver's cursor): its votes/s is what this flow could reach without what Arena adds
+(matchmaking, gold, pacing, rate limits, Elo, trust, blinded names), and Arena's share of it
+is what those cost. Its ratio to the ceiling and Arena's to it are printed by round too.
 """
 
 from __future__ import annotations
@@ -291,7 +293,7 @@ def run(label: str, url: str | None, args) -> None:
         ceiling_host = f"http://127.0.0.1:{ceiling_port}"
         drives = [lambda: drive(user, f"http://127.0.0.1:{port}", args.users, each),
                   lambda: drive(bare_user, ceiling_host, args.users, each)]
-        if not args.html:  # the protocol floor: the same API flow, its writes only
+        if not args.html:  # the protocol floor: the same API flow, its records only
             drives.append(lambda: drive(user, ceiling_host, args.users, each))
         arena, bare, *floor = alternate(drives, args.rounds)
     finally:
@@ -300,8 +302,12 @@ def run(label: str, url: str | None, args) -> None:
     # (each round's turns are equally long: its ratio is of the request counts)
     by_round = [_count(a, "vote") / _count(b, "insert")
                 for a, b in zip(arena, bare, strict=True) if _count(b, "insert")]
+    floor_by_round = [(_count(f, "vote") / _count(b, "insert"),
+                       _count(a, "vote") / _count(f, "vote"))
+                      for a, b, f in zip(arena, bare, *floor, strict=True)
+                      if _count(b, "insert") and _count(f, "vote")] if floor else []
     report(label, combined(arena, args.seconds), combined(bare, args.seconds), args, by_round,
-           combined(floor[0], args.seconds) if floor else None)
+           combined(floor[0], args.seconds) if floor else None, floor_by_round)
     if url:
         report_updates(url)
 
@@ -311,7 +317,7 @@ def _count(driven: dict, name: str) -> int:
 
 
 def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
-           floor: dict | None = None) -> None:
+           floor: dict | None = None, floor_by_round: list[tuple] = ()) -> None:
     flow = "htmx pages" if args.html else "JSON API"
     gold = "made by the server under load (--cold)" if args.cold else "made ahead"
     print(f"\n{label}: {args.users} voters ({flow}, {args.client} client), {args.workers} "
@@ -333,7 +339,7 @@ def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
     if len(by_round) > 1:
         print("  ratio by round: " + ", ".join(f"{ratio:.2f}" for ratio in by_round))
     if floor:
-        print("  the protocol floor (benchmarks/ceiling.py: the same flow, its writes only):")
+        print("  the protocol floor (benchmarks/ceiling.py: the same flow, its records only):")
         for name in ("session", "read", "vote"):
             if name in floor:
                 row = floor[name]
@@ -343,6 +349,9 @@ def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
         print(f"  floor votes/s {at_floor:.1f}: ratio "
               f"{at_floor / ceiling if ceiling else float('nan'):.2f} to the bare INSERT; Arena "
               f"at {votes / at_floor if at_floor else float('nan'):.2f} of the floor")
+        if len(floor_by_round) > 1:
+            print("  by round, the floor's ratio / Arena's share of it: " + ", ".join(
+                f"{of_ceiling:.2f}/{share:.2f}" for of_ceiling, share in floor_by_round))
 
 
 UPDATED = ("comparison", "task", "voter", "elo_rating")
@@ -374,7 +383,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--rounds", type=int, default=6,
                         help="split each server's seconds into this many turns, alternating "
-                             "with the other's (Arena, ceiling, ceiling, Arena, ...)")
+                             "with the others' (Arena, ceiling, floor, floor, ceiling, ...)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="processes of each server (default: one per core, as arena serve)")
     parser.add_argument("--threads", type=int, default=None,

@@ -17,8 +17,9 @@ prints per endpoint the median and p99 time and the SQL statements per request, 
 votes one core could take per second against the inserts it could take: the ceiling's ratio
 with no load generator in the way (a session and a caption confirmation are requests too,
 so a vote costs more than its own request). The API flow is driven against the protocol
-floor of benchmarks/ceiling.py as well (the same requests, only the writes the protocol
-records): the server time per vote with no lookup, rule or lock, and Arena's share of it.
+floor of benchmarks/ceiling.py as well (the same requests, answered by a minimal correct
+implementation of the protocol's records): the server time per vote without what Arena adds
+beyond them, and Arena's share of it (run after Arena and the ceiling, not alternating).
 
 ``--paired KEY=VALUE`` measures what one setting costs instead: the same flow in one process,
 with and without it, alternating (eight rounds of ``--cycles``/8 sessions each, so drift of a
@@ -200,7 +201,7 @@ def report(label: str, times: dict, statements: dict, ceiling: list[float],
           f"ratio {insert / per_vote:.2f} (goal >= 0.5)")
     if floor:
         floor_vote = sum(sum(values) for values in floor.values()) / len(floor["vote"])
-        print(f"  the protocol floor (the same flow, its writes only): {floor_vote:.2f} ms per "
+        print(f"  the protocol floor (the same flow, its records only): {floor_vote:.2f} ms per "
               f"vote, ratio {insert / floor_vote:.2f} to the bare INSERT; Arena at "
               f"{floor_vote / per_vote:.2f} of the floor")
 

@@ -39,7 +39,7 @@ def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
     assert "2 alternating round(s)" in out, out
     by_round = re.search(r"ratio by round: ([\d.]+), ([\d.]+)$", out, re.M)
     assert by_round and all(0 < float(r) < 5 for r in by_round.groups()), out
-    # the API flow is driven against the protocol floor too (its writes only), by turns
+    # the API flow is driven against the protocol floor too (its records only), by turns
     floor = re.search(r"floor votes/s ([\d.]+): ratio ([\d.]+) to the bare INSERT; Arena at "
                       r"([\d.]+) of the floor", out)
     if flow:
@@ -49,3 +49,5 @@ def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
         for name in ("session", "read", "vote"):
             row = re.search(rf"^\s+{name}\s+([\d.]+)\s+(\d+)\s+\d+ \(req/s", out, re.M)
             assert row and float(row[1]) > 0 and int(row[2]) == 0, out
+        assert re.search(r"by round, the floor's ratio / Arena's share of it: [\d.]+/[\d.]+, "
+                         r"[\d.]+/[\d.]+$", out, re.M), out
