@@ -105,6 +105,7 @@ class FloorVote(db.Model):
 with app.app_context():
     db.create_all()
     arena.infra.database.ping_when_idle(db.engine)  # (as Arena's pool: pinged after idling)
+    POSTGRES = db.engine.dialect.name == "postgresql"
 
 
 @app.get("/healthz")
@@ -241,8 +242,7 @@ def _voter(token: str) -> int | None:
 def _run(cursor, name: str, **values):
     """Statement ``name`` on the driver's cursor: its rows when it returns any, else its
     rowcount."""
-    postgres = db.engine.dialect.name == "postgresql"
-    cursor.execute((_POSTGRES_SQL if postgres else _SQL)[name], values)
+    cursor.execute((_POSTGRES_SQL if POSTGRES else _SQL)[name], values)
     return cursor.fetchall() if cursor.description else cursor.rowcount
 
 
@@ -250,7 +250,7 @@ def _now():
     """Now, as the driver stores it: a datetime for psycopg, text for sqlite3 (whose own
     datetime adapter is deprecated), both as SQLAlchemy writes them."""
     now = datetime.now(UTC).replace(tzinfo=None)
-    return now if db.engine.dialect.name == "postgresql" else now.isoformat(" ")
+    return now if POSTGRES else now.isoformat(" ")
 
 
 @contextmanager

@@ -192,18 +192,22 @@ def report(label: str, times: dict, statements: dict, ceiling: list[float],
         print(f"  {name:10s} {len(values):6d} {statistics.median(values):7.2f}  {p99:7.2f} "
               f"{'-' if sql is None else f'{sql:7.0f}'}"
               + (f" {at_floor:12.2f}" if at_floor is not None else ""))
-    spent = sum(sum(values) for values in times.values())
-    per_vote = spent / len(times["vote"])
+    per_vote = _per_vote(times)
     insert = statistics.mean(ceiling)
     print(f"  server time per vote, its session and caption confirmations included: "
           f"{per_vote:.2f} ms (mean); a bare INSERT request {insert:.2f} ms")
     print(f"  one core: {1000 / per_vote:.0f} votes/s against {1000 / insert:.0f} inserts/s: "
           f"ratio {insert / per_vote:.2f} (goal >= 0.5)")
     if floor:
-        floor_vote = sum(sum(values) for values in floor.values()) / len(floor["vote"])
+        floor_vote = _per_vote(floor)
         print(f"  the protocol floor (the same flow, its records only): {floor_vote:.2f} ms per "
               f"vote, ratio {insert / floor_vote:.2f} to the bare INSERT; Arena at "
               f"{floor_vote / per_vote:.2f} of the floor")
+
+
+def _per_vote(times: dict) -> float:
+    """Server time per vote (ms): every request of the flow, summed, over its votes."""
+    return sum(sum(values) for values in times.values()) / len(times["vote"])
 
 
 def paired(env: dict, html: bool, cycles: int, key: str, value: str) -> None:
@@ -235,7 +239,7 @@ def alternate(variants: dict, cycles: int, label: str, before=lambda: None) -> t
         for name, drive in variants.items():
             before()
             times, _ = drive(max(1, cycles // 8))
-            per_vote[name].append(sum(sum(v) for v in times.values()) / len(times["vote"]))
+            per_vote[name].append(_per_vote(times))
     print(f"\nserver time per vote, median of 8 alternating rounds of {max(1, cycles // 8)} "
           f"sessions{label}:")
     for name in variants:
