@@ -17,9 +17,12 @@ Two of them:
   voter's own unanswered task whose caption was read (a conditional UPDATE, its rowcount
   checked) and at most once (a unique index). Each write request in one transaction, the
   statements run on the driver's cursor as Arena's hot path runs them
-  (``arena.infra.prepared``). What it leaves out is what Arena adds beyond the protocol's
+  (``arena.infra.prepared``), and on SQLite a process's threads queuing for the writer on
+  Arena's lock for them. What it leaves out is what Arena adds beyond the protocol's
   records: matchmaking, gold pairs, pacing, rate limits, Elo, trust, blinded image names.
   The same voter flow drives it as drives Arena, so Arena's share of it is what those cost.
+
+Both report their server times in ``Server-Timing`` as Arena does (``SERVER_TIMING``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ import itertools
 import os
 import re
 import secrets
-from contextlib import contextmanager
+import time
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 
 from flask import Flask, abort, jsonify, request
@@ -38,9 +42,12 @@ from sqlalchemy import DateTime, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 import arena.infra.database  # (the same SQLite pragmas, BEGIN handling and pool pings)
+from arena.infra.database import sqlite_writer, writer_wait
+from arena.web import server_timing
 
 app = Flask(__name__)
 app.config["SQLALCHEMY_DATABASE_URI"] = os.environ["CEILING_DATABASE_URL"]
+app.config["SERVER_TIMING"] = True  # (as the benchmarks run Arena: its own times reported)
 db = SQLAlchemy(app)
 
 
@@ -106,6 +113,7 @@ with app.app_context():
     db.create_all()
     arena.infra.database.ping_when_idle(db.engine)  # (as Arena's pool: pinged after idling)
     POSTGRES = db.engine.dialect.name == "postgresql"
+server_timing.install(app)
 
 
 @app.get("/healthz")
@@ -162,13 +170,13 @@ def floor_session():
         abort(401)
     criterion = CRITERIA[next(_sessions) % len(CRITERIA)]
     public_id, new_token = secrets.token_hex(12), None if token else secrets.token_urlsafe(32)
-    with _written() as cursor:
+    with _written() as on:
         if voter is None:
-            voter = _run(cursor, "new_voter", hash=_hash(new_token), now=now)[0][0]
-        session_id = _run(cursor, "session", public_id=public_id, voter=voter,
+            voter = _run(on, "new_voter", hash=_hash(new_token), now=now)[0][0]
+        session_id = _run(on, "session", public_id=public_id, voter=voter,
                           criterion=criterion, now=now)[0][0]
         first = 3 * session_id  # (a voter's pairs all differ: sessions never share one)
-        tasks = _run(cursor, "tasks", session=session_id, voter=voter,
+        tasks = _run(on, "tasks", session=session_id, voter=voter,
                      captioned=int(criterion == "alignment"), now=now,
                      **{f"{key}{p}": value for p in range(3) for key, value in (
                          ("comparison", first + p), ("left", 2 * (first + p)),
@@ -195,8 +203,8 @@ def _task_view(task_id: int, criterion: str) -> dict:
 def floor_read(task_id: int):
     """The caption's read time, on the voter's own captioned task not confirmed before."""
     voter = _voter(_bearer()) or abort(401)
-    with _written() as cursor:
-        confirmed = _run(cursor, "read", task=task_id, voter=voter, now=_now()) == 1
+    with _written() as on:
+        confirmed = _run(on, "read", task=task_id, voter=voter, now=_now()) == 1
     return jsonify(read_confirmed=confirmed)
 
 
@@ -208,10 +216,10 @@ def floor_vote(task_id: int):
     if body.get("choice") not in ("left", "right"):
         abort(400)
     now = _now()
-    with _written() as cursor:
-        if _run(cursor, "answer", task=task_id, voter=voter, now=now) != 1:
+    with _written() as on:
+        if _run(on, "answer", task=task_id, voter=voter, now=now) != 1:
             abort(409)  # (not theirs, answered already, or its caption not read)
-        _run(cursor, "vote", task=task_id, left_won=int(body["choice"] == "left"),
+        _run(on, "vote", task=task_id, left_won=int(body["choice"] == "left"),
              response_ms=body.get("response_ms"), now=now)
     return jsonify(accepted=True), 201
 
@@ -232,17 +240,22 @@ def _voter(token: str) -> int | None:
     connection = db.session.connection()
     cursor = connection.connection.dbapi_connection.cursor()
     try:
-        rows = _run(cursor, "voter", hash=_hash(token))
+        rows = _run((connection, cursor), "voter", hash=_hash(token))
     finally:
         cursor.close()
     db.session.commit()  # (the read ends: the write begins afresh, as Arena's do)
     return rows[0][0] if rows else None
 
 
-def _run(cursor, name: str, **values):
-    """Statement ``name`` on the driver's cursor: its rows when it returns any, else its
-    rowcount."""
-    cursor.execute((_POSTGRES_SQL if POSTGRES else _SQL)[name], values)
+def _run(on: tuple, name: str, **values):
+    """Statement ``name`` on ``on``, a connection (SQLAlchemy's) and its driver's cursor: its
+    rows when it returns any, else its rowcount. The engine's listeners are told of it first,
+    as Arena's statements tell them (Server-Timing counts them)."""
+    connection, cursor = on
+    sql = (_POSTGRES_SQL if POSTGRES else _SQL)[name]
+    for listener in connection.dispatch.before_cursor_execute:
+        listener(connection, cursor, sql, values, None, False)
+    cursor.execute(sql, values)
     return cursor.fetchall() if cursor.description else cursor.rowcount
 
 
@@ -268,10 +281,19 @@ def _write():
 
 @contextmanager
 def _written():
-    """:func:`_write`, and a cursor of the driver's in it (the protocol floor's)."""
-    with _write() as session:
-        cursor = session.connection().connection.dbapi_connection.cursor()
+    """:func:`_write`, and its connection with a cursor of the driver's (the protocol
+    floor's). On SQLite a process's threads first queue on Arena's lock for them
+    (``sqlite_writer``), as Arena's write transactions do, and the wait is timed as Arena
+    times it (Server-Timing's ``writer``). (The bare INSERT meets at SQLite's lock alone, as
+    at every earlier stop.)"""
+    waits = writer_wait.get()
+    asked = time.perf_counter()
+    with sqlite_writer if not POSTGRES else nullcontext(), _write() as session:
+        if waits is not None:
+            waits[0] += (time.perf_counter() - asked) * 1000
+        connection = session.connection()
+        cursor = connection.connection.dbapi_connection.cursor()
         try:
-            yield cursor
+            yield connection, cursor
         finally:
             cursor.close()

@@ -323,15 +323,12 @@ def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
     print(f"\n{label}: {args.users} voters ({flow}, {args.client} client), {args.workers} "
           f"worker(s) x {args.threads} threads, {args.seconds:.0f} s each in {args.rounds} "
           f"alternating round(s); gold supply {gold}")
-    print(f"  {'endpoint':10s} {'req/s':>8s} {'fail':>5s} {'app p50':>8s} {'app p99':>8s} "
+    print(f"  {'endpoint':13s} {'req/s':>8s} {'fail':>5s} {'app p50':>8s} {'app p99':>8s} "
           f"{'SQL/req':>7s} {'client p50':>10s} {'writer p99':>10s}")
     for name, row in sorted({**arena, **bare}.items()):
         if not row["rps"] and not row["failures"]:
             continue  # (htmx: the landing and start form, each voter's first, before the count)
-        fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
-        print(f"  {name:10s} {row['rps']:8.1f} {row['failures']:5d} {fmt(row['p50'], '8.2f')} "
-              f"{fmt(row['p99'], '8.2f')} {fmt(row['statements'], '7.0f')} "
-              f"{fmt(row['client_p50'], '10.0f')} {fmt(row.get('writer_p99'), '10.2f')}")
+        _print_row(name, row)
     votes = arena.get("vote", {}).get("rps", 0.0)
     ceiling = bare.get("insert", {}).get("rps", 0.0)
     print(f"  votes/s {votes:.1f} against the bare INSERT's {ceiling:.1f}/s: ratio "
@@ -342,9 +339,7 @@ def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
         print("  the protocol floor (benchmarks/ceiling.py: the same flow, its records only):")
         for name in ("session", "read", "vote"):
             if name in floor:
-                row = floor[name]
-                print(f"    {name:8s} {row['rps']:8.1f} {row['failures']:5d} "
-                      f"{row['client_p50']:10.0f} (req/s, failures, client p50)")
+                _print_row(f"floor {name}", floor[name])
         at_floor = floor.get("vote", {}).get("rps", 0.0)
         print(f"  floor votes/s {at_floor:.1f}: ratio "
               f"{at_floor / ceiling if ceiling else float('nan'):.2f} to the bare INSERT; Arena "
@@ -352,6 +347,13 @@ def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
         if len(floor_by_round) > 1:
             print("  by round, the floor's ratio / Arena's share of it: " + ", ".join(
                 f"{of_ceiling:.2f}/{share:.2f}" for of_ceiling, share in floor_by_round))
+
+
+def _print_row(name: str, row: dict) -> None:
+    fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
+    print(f"  {name:13s} {row['rps']:8.1f} {row['failures']:5d} {fmt(row['p50'], '8.2f')} "
+          f"{fmt(row['p99'], '8.2f')} {fmt(row['statements'], '7.0f')} "
+          f"{fmt(row['client_p50'], '10.0f')} {fmt(row.get('writer_p99'), '10.2f')}")
 
 
 UPDATED = ("comparison", "task", "voter", "elo_rating")

@@ -120,8 +120,8 @@ def ping_when_idle(engine: Engine) -> None:
 # benchmarks/ingest.py: 36% of samples in BEGIN IMMEDIATE; a vote's p99 190-460 ms). The
 # threads of one process queue on this lock instead and are woken the moment it is
 # released (p99 43-50 ms in the same runs, at the same throughput); other processes still
-# meet at SQLite's lock.
-_sqlite_writer = threading.RLock()
+# meet at SQLite's lock. (The benchmarks' protocol floor queues on it too.)
+sqlite_writer = threading.RLock()
 
 # The request's time waiting to write on SQLite (ms: from asking for the writer lock, this
 # process's and then SQLite's, until holding both), summed over its write transactions. Set
@@ -151,7 +151,7 @@ def write_transaction(after_reads: bool = False, keep_loaded: bool = False):
             session.commit()
         waits = writer_wait.get() if sqlite else None
         asked = time.perf_counter() if waits is not None else 0.0
-        with _sqlite_writer if sqlite else nullcontext():
+        with sqlite_writer if sqlite else nullcontext():
             try:
                 # (a BEGIN that failed, the lock not had in time, leaves the session clean
                 # for retry_on_lock's next attempt)

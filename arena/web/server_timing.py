@@ -3,7 +3,8 @@ app's own time for the request, how many SQL statements it ran and, on SQLite, h
 waited to write (:data:`arena.infra.database.writer_wait`), e.g.
 ``app;dur=3.1, sql;desc="statements";dur=5, writer;dur=0.42``. benchmarks/ingest.py reads it
 under load, so the figures it prints are the server's, not the network's or the load
-generator's."""
+generator's. The benchmarks' ceiling and protocol floor (benchmarks/ceiling.py) install it too,
+so their server times are measured the same way."""
 
 from __future__ import annotations
 
@@ -19,10 +20,13 @@ _timing: ContextVar[list | None] = ContextVar("arena_server_timing", default=Non
 
 
 def install(app: Flask) -> None:
+    """Stamp ``app``'s responses (when its ``SERVER_TIMING`` is on), its statements counted
+    on the engine of its Flask-SQLAlchemy extension."""
     if not app.config.get("SERVER_TIMING"):
         return
-    from arena.extensions import db
     from arena.infra.database import writer_wait
+
+    db = app.extensions["sqlalchemy"]
 
     with app.app_context():
         sqlite = db.engine.dialect.name == "sqlite"

@@ -46,8 +46,12 @@ def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
         assert floor is None, out
     else:
         assert floor and float(floor[1]) > 0 and 0 < float(floor[3]) < 5, out
+        # (its own server times too, from its Server-Timing: app p50 and p99, statements,
+        # and on SQLite the wait for the writer lock)
         for name in ("session", "read", "vote"):
-            row = re.search(rf"^\s+{name}\s+([\d.]+)\s+(\d+)\s+\d+ \(req/s", out, re.M)
+            row = re.search(rf"^\s+floor {name}\s+([\d.]+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+"
+                            r"(\d+)\s+\d+\s+[\d.]+$", out, re.M)
             assert row and float(row[1]) > 0 and int(row[2]) == 0, out
+            assert 0 < float(row[3]) <= float(row[4]) and int(row[5]) >= 1, out
         assert re.search(r"by round, the floor's ratio / Arena's share of it: [\d.]+/[\d.]+, "
                          r"[\d.]+/[\d.]+$", out, re.M), out

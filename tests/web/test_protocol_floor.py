@@ -78,3 +78,36 @@ def test_the_benchmarks_flow_runs_against_the_floor(floor, tmp_path, monkeypatch
     request_cost = importlib.import_module("request_cost")
     times = request_cost.drive_floor(f"sqlite:///{tmp_path / 'floor.sqlite3'}", 3)
     assert len(times["vote"]) == 3 * 3 and len(times["session"]) == 3
+
+
+def test_the_floors_writes_queue_on_arenas_writer_lock_and_report_their_wait(floor):
+    """The floor's threads wait for SQLite's writer as Arena's do (this process's lock first),
+    and its responses say how long, as Arena's: its tail is then compared like for like."""
+    import re
+    import threading
+
+    from arena.infra.database import sqlite_writer
+
+    client = floor.app.test_client()
+    first = client.post("/api/v1/sessions", json={})
+    timing = re.fullmatch(r'app;dur=([\d.]+), sql;desc="statements";dur=(\d+), '
+                          r"writer;dur=([\d.]+)", first.headers["Server-Timing"])
+    assert timing and int(timing[2]) >= 3, first.headers  # (session, tasks, voter)
+    token = first.get_json()["voter_token"]
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with sqlite_writer:
+            held.set()
+            release.wait(5)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    threading.Timer(0.3, release.set).start()
+    second = client.post("/api/v1/sessions", json={},
+                         headers={"Authorization": f"Bearer {token}"})
+    holder.join()
+    assert second.status_code == 201
+    waited = float(re.search(r"writer;dur=([\d.]+)", second.headers["Server-Timing"])[1])
+    assert 250 <= waited <= 5000, second.headers
