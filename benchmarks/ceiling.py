@@ -267,30 +267,32 @@ def _now():
 
 
 @contextmanager
-def _write():
-    """A write transaction on this app's session, as Arena opens them (immediate on SQLite)."""
+def _write(queue: bool = False):
+    """A write transaction on this app's session, as Arena opens them (immediate on SQLite).
+    With ``queue`` (the protocol floor's) a process's threads first queue for SQLite's writer
+    on Arena's lock for them (``sqlite_writer``), as Arena's write transactions do; without
+    (the bare INSERT's) they meet at SQLite's lock alone, as at every earlier stop. The wait
+    is timed as Arena times it (Server-Timing's ``writer``)."""
     session = db.session()
-    session.connection(execution_options={"arena_sqlite_begin": "IMMEDIATE"})
-    try:
-        yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
+    waits = writer_wait.get()  # (None on PostgreSQL: no writer lock)
+    asked = time.perf_counter()
+    with sqlite_writer if queue and not POSTGRES else nullcontext():
+        session.connection(execution_options={"arena_sqlite_begin": "IMMEDIATE"})
+        if waits is not None:
+            waits[0] += (time.perf_counter() - asked) * 1000
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
 
 
 @contextmanager
 def _written():
-    """:func:`_write`, and its connection with a cursor of the driver's (the protocol
-    floor's). On SQLite a process's threads first queue on Arena's lock for them
-    (``sqlite_writer``), as Arena's write transactions do, and the wait is timed as Arena
-    times it (Server-Timing's ``writer``). (The bare INSERT meets at SQLite's lock alone, as
-    at every earlier stop.)"""
-    waits = writer_wait.get()
-    asked = time.perf_counter()
-    with sqlite_writer if not POSTGRES else nullcontext(), _write() as session:
-        if waits is not None:
-            waits[0] += (time.perf_counter() - asked) * 1000
+    """:func:`_write` queued (the protocol floor's), and its connection with a cursor of the
+    driver's."""
+    with _write(queue=True) as session:
         connection = session.connection()
         cursor = connection.connection.dbapi_connection.cursor()
         try:

@@ -82,7 +82,8 @@ def test_the_benchmarks_flow_runs_against_the_floor(floor, tmp_path, monkeypatch
 
 def test_the_floors_writes_queue_on_arenas_writer_lock_and_report_their_wait(floor):
     """The floor's threads wait for SQLite's writer as Arena's do (this process's lock first),
-    and its responses say how long, as Arena's: its tail is then compared like for like."""
+    and its responses say how long, as Arena's: its tail is then compared like for like. The
+    bare INSERT reports its wait too."""
     import re
     import threading
 
@@ -104,6 +105,10 @@ def test_the_floors_writes_queue_on_arenas_writer_lock_and_report_their_wait(flo
     holder = threading.Thread(target=hold)
     holder.start()
     held.wait(5)
+    # (the bare INSERT meets at SQLite's lock alone: it does not queue behind the floor's)
+    bare = client.post("/vote", json={"choice": "left"})
+    assert bare.status_code == 201
+    assert float(re.search(r"writer;dur=([\d.]+)", bare.headers["Server-Timing"])[1]) < 250
     threading.Timer(0.3, release.set).start()
     second = client.post("/api/v1/sessions", json={},
                          headers={"Authorization": f"Bearer {token}"})
