@@ -272,20 +272,24 @@ def _write(queue: bool = False):
     With ``queue`` (the protocol floor's) a process's threads first queue for SQLite's writer
     on Arena's lock for them (``sqlite_writer``), as Arena's write transactions do; without
     (the bare INSERT's) they meet at SQLite's lock alone, as at every earlier stop. The wait
-    is timed as Arena times it (Server-Timing's ``writer``)."""
+    and the hold are timed as Arena times them (Server-Timing's ``writer`` and ``held``)."""
     session = db.session()
     waits = writer_wait.get()  # (None on PostgreSQL: no writer lock)
     asked = time.perf_counter()
     with sqlite_writer if queue and not POSTGRES else nullcontext():
         session.connection(execution_options={"arena_sqlite_begin": "IMMEDIATE"})
+        holding = time.perf_counter()
         if waits is not None:
-            waits[0] += (time.perf_counter() - asked) * 1000
+            waits[0] += (holding - asked) * 1000
         try:
             yield session
             session.commit()
         except BaseException:
             session.rollback()
             raise
+        finally:
+            if waits is not None:
+                waits[1] += (time.perf_counter() - holding) * 1000
 
 
 @contextmanager

@@ -66,11 +66,12 @@ DEMO = "Demo: DrawBench"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 CARD = re.compile(r'hx-post="(/t/(\d+))"')
 TIMING = re.compile(r"app;dur=([\d.]+), sql;desc=\"statements\";dur=(\d+)"
-                    r"(?:, writer;dur=([\d.]+))?")
+                    r"(?:, writer;dur=([\d.]+), held;dur=([\d.]+))?")
 
 server_ms: dict[str, list[float]] = defaultdict(list)
 statements: dict[str, list[int]] = defaultdict(list)
 writer_ms: dict[str, list[float]] = defaultdict(list)  # (SQLite: waiting to write)
+held_ms: dict[str, list[float]] = defaultdict(list)  # (SQLite: holding the writer lock)
 
 
 @events.request.add_listener
@@ -82,6 +83,7 @@ def _record(name, response=None, exception=None, **_):
             statements[name].append(int(match[2]))
             if match[3] is not None:
                 writer_ms[name].append(float(match[3]))
+                held_ms[name].append(float(match[4]))
 
 
 HTMX = {"HX-Request": "true"}
@@ -194,6 +196,7 @@ def drive(user, host: str, users: int, seconds: float) -> dict:
     server_ms.clear()
     statements.clear()
     writer_ms.clear()
+    held_ms.clear()
     env = Environment(user_classes=[user], host=host, events=events)
     runner = env.create_local_runner()
     runner.start(users, spawn_rate=users)
@@ -202,6 +205,7 @@ def drive(user, host: str, users: int, seconds: float) -> dict:
     server_ms.clear()
     statements.clear()
     writer_ms.clear()
+    held_ms.clear()
     gevent.sleep(seconds)
     runner.quit()
     for error in env.stats.errors.values():
@@ -209,7 +213,8 @@ def drive(user, host: str, users: int, seconds: float) -> dict:
     return {name: {"requests": entry.num_requests, "failures": entry.num_failures,
                    "server_ms": list(server_ms.get(name, ())),
                    "statements": list(statements.get(name, ())),
-                   "writer_ms": list(writer_ms.get(name, ())), "client": entry}
+                   "writer_ms": list(writer_ms.get(name, ())),
+                   "held_ms": list(held_ms.get(name, ())), "client": entry}
             for (name, _method), entry in env.stats.entries.items()}
 
 
@@ -223,6 +228,7 @@ def combined(rounds: list[dict], seconds: float) -> dict:
         times = [t for part in parts for t in part["server_ms"]]
         counts = [n for part in parts for n in part["statements"]]
         waits = [t for part in parts for t in part["writer_ms"]]
+        held = [t for part in parts for t in part["held_ms"]]
         client = parts[0]["client"]
         for part in parts[1:]:
             client.extend(part["client"])
@@ -234,6 +240,8 @@ def combined(rounds: list[dict], seconds: float) -> dict:
             "statements": float(np.median(counts)) if counts else None,
             "client_p50": client.get_response_time_percentile(0.5),
             "writer_p99": float(np.percentile(waits, 99)) if waits else None,
+            "held_p50": float(np.percentile(held, 50)) if held else None,
+            "held_p99": float(np.percentile(held, 99)) if held else None,
         }
     return out
 
@@ -324,7 +332,7 @@ def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
           f"worker(s) x {args.threads} threads, {args.seconds:.0f} s each in {args.rounds} "
           f"alternating round(s); gold supply {gold}")
     print(f"  {'endpoint':13s} {'req/s':>8s} {'fail':>5s} {'app p50':>8s} {'app p99':>8s} "
-          f"{'SQL/req':>7s} {'client p50':>10s} {'writer p99':>10s}")
+          f"{'SQL/req':>7s} {'client p50':>10s} {'writer p99':>10s} {'held p50/p99':>13s}")
     for name, row in sorted({**arena, **bare}.items()):
         if not row["rps"] and not row["failures"]:
             continue  # (htmx: the landing and start form, each voter's first, before the count)
@@ -353,7 +361,8 @@ def _print_row(name: str, row: dict) -> None:
     fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
     print(f"  {name:13s} {row['rps']:8.1f} {row['failures']:5d} {fmt(row['p50'], '8.2f')} "
           f"{fmt(row['p99'], '8.2f')} {fmt(row['statements'], '7.0f')} "
-          f"{fmt(row['client_p50'], '10.0f')} {fmt(row.get('writer_p99'), '10.2f')}")
+          f"{fmt(row['client_p50'], '10.0f')} {fmt(row.get('writer_p99'), '10.2f')} "
+          f"{fmt(row.get('held_p50'), '6.2f')}/{fmt(row.get('held_p99'), '<6.2f')}")
 
 
 UPDATED = ("comparison", "task", "voter", "elo_rating")

@@ -124,9 +124,10 @@ def ping_when_idle(engine: Engine) -> None:
 sqlite_writer = threading.RLock()
 
 # The request's time waiting to write on SQLite (ms: from asking for the writer lock, this
-# process's and then SQLite's, until holding both), summed over its write transactions. Set
-# to [0.0] by whoever wants it (Server-Timing's ``writer``); None otherwise, and nothing is
-# timed.
+# process's and then SQLite's, until holding both), and then holding them (until the commit
+# or rollback is done), each summed over its write transactions. Set to [0.0, 0.0] by
+# whoever wants them (Server-Timing's ``writer`` and ``held``); None otherwise, and nothing
+# is timed. Every other writer waits out what one holds, so the hold is the lever.
 writer_wait: ContextVar[list | None] = ContextVar("arena_writer_wait", default=None)
 
 
@@ -151,6 +152,7 @@ def write_transaction(after_reads: bool = False, keep_loaded: bool = False):
             session.commit()
         waits = writer_wait.get() if sqlite else None
         asked = time.perf_counter() if waits is not None else 0.0
+        holding = 0.0
         with sqlite_writer if sqlite else nullcontext():
             try:
                 # (a BEGIN that failed, the lock not had in time, leaves the session clean
@@ -160,12 +162,16 @@ def write_transaction(after_reads: bool = False, keep_loaded: bool = False):
                 elif sqlite:
                     session.connection(execution_options={_SQLITE_BEGIN: "IMMEDIATE"})
                 if waits is not None:
-                    waits[0] += (time.perf_counter() - asked) * 1000
+                    holding = time.perf_counter()
+                    waits[0] += (holding - asked) * 1000
                 yield session
                 session.commit()
             except BaseException:
                 session.rollback()
                 raise
+            finally:
+                if waits is not None and holding:
+                    waits[1] += (time.perf_counter() - holding) * 1000
     finally:
         session.expire_on_commit = expire
 

@@ -1,10 +1,10 @@
 """``Server-Timing`` on every response when ``SERVER_TIMING`` is on (off by default): the
 app's own time for the request, how many SQL statements it ran and, on SQLite, how long it
-waited to write (:data:`arena.infra.database.writer_wait`), e.g.
-``app;dur=3.1, sql;desc="statements";dur=5, writer;dur=0.42``. benchmarks/ingest.py reads it
-under load, so the figures it prints are the server's, not the network's or the load
-generator's. The benchmarks' ceiling and protocol floor (benchmarks/ceiling.py) install it too,
-so their server times are measured the same way."""
+waited to write and then held the writer lock (:data:`arena.infra.database.writer_wait`),
+e.g. ``app;dur=3.1, sql;desc="statements";dur=5, writer;dur=0.42, held;dur=0.31``.
+benchmarks/ingest.py reads it under load, so the figures it prints are the server's, not the
+network's or the load generator's. The benchmarks' ceiling and protocol floor
+(benchmarks/ceiling.py) install it too, so their server times are measured the same way."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def install(app: Flask) -> None:
     def start():
         g.server_timing = _timing.set([time.perf_counter(), 0])
         if sqlite:  # (PostgreSQL has no writer lock to wait for)
-            g.writer_wait = writer_wait.set([0.0])
+            g.writer_wait = writer_wait.set([0.0, 0.0])
 
     @app.after_request
     def stamp(response):
@@ -44,7 +44,8 @@ def install(app: Flask) -> None:
             took = (time.perf_counter() - started[0]) * 1000
             response.headers["Server-Timing"] = (
                 f'app;dur={took:.2f}, sql;desc="statements";dur={started[1]}'
-                + (f", writer;dur={waited[0]:.2f}" if waited is not None else ""))
+                + (f", writer;dur={waited[0]:.2f}, held;dur={waited[1]:.2f}"
+                   if waited is not None else ""))
         return response
 
     @app.teardown_request

@@ -92,8 +92,10 @@ def test_the_floors_writes_queue_on_arenas_writer_lock_and_report_their_wait(flo
     client = floor.app.test_client()
     first = client.post("/api/v1/sessions", json={})
     timing = re.fullmatch(r'app;dur=([\d.]+), sql;desc="statements";dur=(\d+), '
-                          r"writer;dur=([\d.]+)", first.headers["Server-Timing"])
+                          r"writer;dur=([\d.]+), held;dur=([\d.]+)",
+                          first.headers["Server-Timing"])
     assert timing and int(timing[2]) >= 3, first.headers  # (session, tasks, voter)
+    assert 0 < float(timing[4]) <= float(timing[1])  # (its write held the lock)
     token = first.get_json()["voter_token"]
     held, release = threading.Event(), threading.Event()
 
