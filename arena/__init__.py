@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 
 from flask import Flask, request
@@ -66,6 +67,11 @@ def wsgi_app() -> Flask:
             "would invent its own and sessions would break between them. Run `arena serve` "
             "or `arena demo` once (they write the keys to instance/config.py), or set "
             + " and ".join(f"ARENA_{k}" for k in missing) + ".")
+    interval = app.config["SWITCH_INTERVAL_MS"]
+    if isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0:
+        raise ValueError(f"ARENA_SWITCH_INTERVAL_MS must be a positive number of "
+                         f"milliseconds, not {interval!r}")
+    sys.setswitchinterval(interval / 1000)  # (the process's: see Defaults.SWITCH_INTERVAL_MS)
     from arena.infra.checkpoints import checkpoint_in_background
 
     checkpoint_in_background(app)  # (SQLite: WAL checkpoints out of the requests' way)

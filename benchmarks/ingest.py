@@ -283,6 +283,8 @@ def run(label: str, url: str | None, args) -> None:
     ceiling_url = url or f"sqlite:///{instance / 'ceiling.sqlite3'}"
     ceiling_port = free_port()
     ceiling_env = {**os.environ, "CEILING_DATABASE_URL": ceiling_url}
+    if "ARENA_SWITCH_INTERVAL_MS" in env:  # (--set SWITCH_INTERVAL_MS: every server alike)
+        ceiling_env["ARENA_SWITCH_INTERVAL_MS"] = env["ARENA_SWITCH_INTERVAL_MS"]
     # its table made once, before the workers: two workers creating it at once met
     # "database is locked" on SQLite (a read transaction turned writer does not wait)
     subprocess.run([sys.executable, "-c", "import benchmarks.ceiling"], env=ceiling_env,
@@ -361,8 +363,9 @@ def _print_row(name: str, row: dict) -> None:
     fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
     print(f"  {name:13s} {row['rps']:8.1f} {row['failures']:5d} {fmt(row['p50'], '8.2f')} "
           f"{fmt(row['p99'], '8.2f')} {fmt(row['statements'], '7.0f')} "
-          f"{fmt(row['client_p50'], '10.0f')} {fmt(row.get('writer_p99'), '10.2f')} "
-          f"{fmt(row.get('held_p50'), '6.2f')}/{fmt(row.get('held_p99'), '<6.2f')}")
+          f"{fmt(row['client_p50'], '10.0f')} {fmt(row.get('writer_p99'), '10.2f')}"
+          + (f" {row['held_p50']:6.2f}/{row['held_p99']:<6.2f}"
+             if row.get("held_p50") is not None else ""))
 
 
 UPDATED = ("comparison", "task", "voter", "elo_rating")

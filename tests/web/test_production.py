@@ -15,7 +15,37 @@ from tests.factories import make_campaign
 from .servers import ROOT, free_port, serve, server_env, stop, wait_healthy
 
 
-def test_serving_refuses_secrets_that_live_in_one_process(tmp_path, monkeypatch):
+@pytest.fixture
+def switch_interval():
+    """The test process's GIL switch interval, put back after a test that builds the
+    servers' app (wsgi_app sets it)."""
+    before = sys.getswitchinterval()
+    yield
+    sys.setswitchinterval(before)
+
+
+def test_the_servers_app_hands_the_gil_on_sooner(tmp_path, monkeypatch, switch_interval):
+    """A thread holding SQLite's writer lock waits for the GIL back after every statement
+    (README, stop 32): the servers' processes switch every 0.5 ms, not Python's 5, and a
+    value that cannot be one is refused with its name."""
+    monkeypatch.setenv("ARENA_INSTANCE_PATH", str(tmp_path))
+    monkeypatch.setenv("ARENA_SECRET_KEY", "k1")
+    monkeypatch.setenv("ARENA_PSEUDONYM_KEY", "k2")
+    sys.setswitchinterval(0.005)
+    wsgi_app()
+    assert sys.getswitchinterval() == pytest.approx(0.0005)
+    monkeypatch.setenv("ARENA_SWITCH_INTERVAL_MS", "2")
+    wsgi_app()
+    assert sys.getswitchinterval() == pytest.approx(0.002)
+    for bad in ("0", "-1", '"fast"', "true"):
+        monkeypatch.setenv("ARENA_SWITCH_INTERVAL_MS", bad)
+        with pytest.raises(ValueError, match="ARENA_SWITCH_INTERVAL_MS must be a positive"):
+            wsgi_app()
+    assert sys.getswitchinterval() == pytest.approx(0.002)
+
+
+def test_serving_refuses_secrets_that_live_in_one_process(tmp_path, monkeypatch,
+                                                         switch_interval):
     for key in ("ARENA_SECRET_KEY", "ARENA_PSEUDONYM_KEY"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("ARENA_INSTANCE_PATH", str(tmp_path / "fresh"))
