@@ -31,8 +31,9 @@ _VOTER = Voter.__table__.c
 
 
 @cache
-def _turn(also: tuple = ()) -> tuple:
-    """take_turn's two UPDATEs, built once per set of other columns: (paced, fallback)."""
+def _turn(also: tuple = (), returning: tuple = ()) -> tuple:
+    """take_turn's two UPDATEs, built once per set of other columns (and of columns
+    returned): (paced, fallback)."""
     now = param("p_now", _VOTER.last_action_at)
     voter = _VOTER.id == param("p_voter", _VOTER.id)
     paced = (update(Voter.__table__)
@@ -44,11 +45,13 @@ def _turn(also: tuple = ()) -> tuple:
     fallback = (update(Voter.__table__).where(voter)
                 .values(last_action_at=case((later, now), else_=_VOTER.last_action_at),
                         **dict(also)))
+    if returning:
+        return paced.returning(*returning), fallback.returning(*returning)
     return paced, fallback
 
 
 def take_turn(voter_id: int, now: datetime, floor_ms: int, also: tuple = (), then=None,
-              then_params: dict | None = None, **params):
+              then_params: dict | None = None, *, returning: tuple = (), **params):
     """In the caller's write transaction: record an action of ``voter_id`` at ``now``, with
     the other voter columns in ``also`` (a gold answer's trust change: ``(name, expression)``
     pairs built once, their parameters in ``params``) in the same statement. Returns whether
@@ -59,11 +62,22 @@ def take_turn(voter_id: int, now: datetime, floor_ms: int, also: tuple = (), the
     With ``then`` (a SELECT built once, e.g. rows to lock; its parameters in
     ``then_params``) its rows are read after the turn is recorded, and ``(paced, rows)``
     returned: on PostgreSQL in the turn's own statement (:func:`_turn_then`, one round trip
-    less), elsewhere right after it."""
-    paced, fallback = _turn(also)
+    less), elsewhere right after it.
+
+    With ``returning`` (columns built once, e.g. scalar subqueries reading other rows; their
+    parameters in ``params``) the turn's UPDATE returns them, and ``(paced, row)`` is
+    returned: on SQLite, where a data-modifying WITH clause does not exist, this is how a
+    read goes into the turn's statement (one statement fewer inside the writer lock)."""
+    paced, fallback = _turn(also, returning)
     values = {"p_voter": voter_id, "p_now": now,
               "p_earliest": now - timedelta(milliseconds=max(floor_ms, 0)), **params}
     rows = None
+    if returning:
+        row = run(paced, values).first()
+        if row is not None:
+            return True, row
+        values.pop("p_earliest")  # (no row: the turn came too soon)
+        return False, run(fallback, values).first()
     if then is None:
         ok = bool(run(paced, values).rowcount)
     elif db.session.get_bind().dialect.name == "postgresql":

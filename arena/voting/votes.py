@@ -274,18 +274,26 @@ def _record(ballot: Ballot, params: EloParams, card_of: int | None = None) -> Ca
     """One write transaction: the voter's turn (the pacing floor, decided under the voter's
     row lock, with the trust change of a gold answer), the rating pair locked, then the vote
     inserted, the task marked answered, the comparison's counter and the two ratings moved
-    (two statements on PostgreSQL, the turn and the lock in one; six elsewhere; one more
-    when the vote came too fast). Every statement is built once per
-    shape of vote (:func:`_writes`) and run with this vote's values. Loaded objects are
-    not expired by the commit (see :data:`_MOVED_VOTER_COLUMNS`). With ``card_of`` (the
-    session's id) the session's next card is read and presented before the commit, and
-    returned."""
+    (two statements on PostgreSQL, the turn and the lock in one; five on SQLite, the pair
+    read in the turn's RETURNING; one more when the vote came too fast). Every statement is
+    built once per shape of vote (:func:`_writes`) and run with this vote's values. Loaded
+    objects are not expired by the commit (see :data:`_MOVED_VOTER_COLUMNS`). With
+    ``card_of`` (the session's id) the session's next card is read and presented before the
+    commit, and returned."""
     with write_transaction(after_reads=True, keep_loaded=True):
         also, trust = _trust_change(ballot.correct)
         floor = _floor_ms(ballot.criterion)
-        if ballot.rated:  # the rating pair locked after the turn (one statement on PostgreSQL)
+        postgres = db.session.get_bind().dialect.name == "postgresql"
+        if ballot.rated and postgres:  # the rating pair locked after the turn, one statement
             paced, rows = pacing.take_turn(ballot.voter_id, ballot.at, floor, also,
                                            _ratings_query(), _ratings_params(ballot), **trust)
+            ratings = _locked_ratings(rows)
+            winner, loser = ratings[ballot.winner_model_id], ratings[ballot.loser_model_id]
+        elif ballot.rated:  # SQLite (its writer lock held): the pair read in the turn's UPDATE
+            paced, row = pacing.take_turn(ballot.voter_id, ballot.at, floor, also,
+                                          returning=_ratings_returned(),
+                                          **_ratings_params(ballot), **trust)
+            winner, loser = _returned_ratings(row)
         else:
             paced = pacing.take_turn(ballot.voter_id, ballot.at, floor, also, **trust)
         if not paced:
@@ -293,11 +301,8 @@ def _record(ballot: Ballot, params: EloParams, card_of: int | None = None) -> Ca
         values = {f"v_{name}": getattr(ballot, name) for name in _VOTE_COLUMNS}
         values["v_created_at"] = ballot.at
         if ballot.rated:
-            ratings = _locked_ratings(rows)
-            won, lost = elo_update(ratings[ballot.winner_model_id],
-                                   ratings[ballot.loser_model_id], 1.0, params)
+            won, lost = elo_update(winner, loser, 1.0, params)
             values.update(p_won=won, p_lost=lost)
-        postgres = db.session.get_bind().dialect.name == "postgresql"
         # (the unique task_id refuses a concurrent duplicate at the INSERT: all of it, then)
         for statement in _writes(counted=not ballot.flags, rated=ballot.rated,
                                  combined=postgres):
@@ -353,6 +358,24 @@ def _ratings_query():
                    model_id.in_([param("p_winner", model_id), param("p_loser", model_id)]))
             .order_by(model_id)
             .with_for_update())
+
+
+@cache
+def _ratings_returned() -> tuple:
+    """The winner's and the loser's rating as scalar subqueries, for a statement's RETURNING
+    (:func:`_ratings_query`'s rows, where rows cannot be returned)."""
+    rating = EloRating.__table__.c
+    return tuple(
+        select(rating.rating).where(rating.criterion == param("p_criterion", rating.criterion),
+                                    rating.model_id == param(f"p_{side}", rating.model_id))
+        .scalar_subquery().label(f"arena_{side}") for side in ("winner", "loser"))
+
+
+def _returned_ratings(row) -> tuple[float, float]:
+    """The winner's and the loser's rating from :func:`_ratings_returned`."""
+    if row is None or None in tuple(row):
+        raise RuntimeError("rating rows missing; run `arena elo replay`")
+    return row.arena_winner, row.arena_loser
 
 
 def _ratings_params(ballot: Ballot) -> dict:

@@ -320,3 +320,23 @@ def test_after_a_caption_confirmed_only_the_voters_turn_is_read_afresh(campaign)
     read_caption(voter, task)  # (shows the task, then confirms at the reveal's end)
     assert {"id", "pool", "public_id"} <= voter.__dict__.keys()
     assert "last_action_at" not in voter.__dict__ and voter.last_action_at is not None
+
+
+def test_a_turn_returns_what_it_was_asked_paced_or_not(campaign):
+    """take_turn's ``returning`` (SQLite's way to read the rating pair in the turn's own
+    statement): the row comes back whether the turn was paced or came too soon, and a turn
+    too soon still records its time."""
+    from arena.voting import pacing
+
+    voter, session = start(validation_rate=0.0)
+    counted = (select(func.count()).select_from(Task)
+               .where(Task.session_id == session.id).scalar_subquery().label("tasks"),)
+    at = utcnow() + timedelta(seconds=5)
+    with database.write_transaction():
+        paced = pacing.take_turn(voter.id, at, 1000, returning=counted)
+        soon = pacing.take_turn(voter.id, at + timedelta(milliseconds=10), 1000,
+                                returning=counted)
+    assert [(ok, tuple(row)) for ok, row in (paced, soon)] == [
+        (True, (len(session.tasks),)), (False, (len(session.tasks),))]
+    db.session.expire_all()
+    assert db.session.get(Voter, voter.id).last_action_at == at + timedelta(milliseconds=10)
