@@ -93,25 +93,6 @@ class BufferingWorker(ThreadWorker):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.reading: dict[BufferedConn, None] = {}
-        self.serving = 0  # requests handed to a thread and not finished
-
-    def set_accept_enabled(self, enabled):
-        """New connections only while a thread is free: a process whose threads are all
-        serving (one thread per process on SQLite, arena.cli.server.default_threads) leaves
-        them to a process that can answer now, instead of queueing them behind a long
-        request (an export, a stalled upload) while the others idle. gunicorn's loop asks
-        again on every turn, and a finished request makes it turn."""
-        super().set_accept_enabled(enabled and self.serving < self.cfg.threads)
-
-    def enqueue_req(self, conn):
-        self.serving += 1
-        if self.serving >= self.cfg.threads and self._accepting:
-            self.set_accept_enabled(False)
-        super().enqueue_req(conn)
-
-    def finish_request(self, conn, fs):
-        self.serving -= 1
-        super().finish_request(conn, fs)
 
     @classmethod
     def check_config(cls, cfg, log):

@@ -120,29 +120,6 @@ def test_slow_and_idle_clients_do_not_hold_the_threads(demo_instance):
     assert "Traceback" not in log, log
 
 
-def test_a_process_whose_thread_is_held_leaves_new_clients_to_the_others(demo_instance):
-    """On SQLite a process serves with one thread (arena serve's default). A client that
-    stalls halfway through a large upload holds that thread for up to STALL_TIMEOUT; its
-    process used to take new connections all the same and keep them waiting behind it
-    (about half of them, with two processes) while the other process idled. Now a process
-    with no free thread takes none, and every new client is answered at once."""
-    port = free_port()
-    server = serve(demo_instance, port, "--workers", "2", "--threads", "1")
-    stalled = None
-    try:
-        wait_healthy(port, server)
-        stalled = socket.create_connection(("127.0.0.1", port), timeout=5)
-        stalled.sendall(HEAD + f"Content-Length: {BUFFERED_BODY * 4}\r\n\r\n{{".encode())
-        time.sleep(0.5)  # (a thread is reading its body, which does not come)
-        took = [_get(port, "/api/v1/health/live", timeout=4.0)[1] for _ in range(12)]
-        assert max(took) < 2.0, took
-    finally:
-        if stalled is not None:
-            stalled.close()
-        log = stop(server)
-    assert "Traceback" not in log, log
-
-
 def _children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return [int(p) for p in path.read_text().split()] if path.exists() else []
