@@ -2,7 +2,7 @@
 
     .venv/bin/pip install -e ".[bench]"          # locust
     .venv/bin/python benchmarks/ingest.py [--postgres URL] [--users 16] [--seconds 30]
-                                          [--rounds 6] [--workers N] [--threads T]
+                                          [--rounds 6] [--workers CORES] [--threads T]
                                           [--html] [--cold] [--client requests|fast]
 
 For each database (SQLite, and PostgreSQL when ``--postgres`` names an empty database): a
@@ -58,7 +58,7 @@ from harness import free_port, instance_env  # noqa: E402
 from locust import FastHttpUser, HttpUser, events  # noqa: E402
 from locust.env import Environment  # noqa: E402
 
-from arena.cli.server import default_threads, default_workers  # noqa: E402
+from arena.cli.server import default_threads  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -260,10 +260,9 @@ def alternate(drives: list, rounds: int) -> list[list]:
 
 
 def run(label: str, url: str | None, args) -> None:
-    # (both servers in arena serve's default shape for the database, unless given)
-    workers = args.workers or default_workers(url or "sqlite://", shared_limits=True)
-    args = argparse.Namespace(**{**vars(args), "workers": workers, "threads": args.threads
-                                 or default_threads(url or "sqlite://", workers)})
+    # (both servers with arena serve's default threads for the database, unless given)
+    args = argparse.Namespace(**{**vars(args), "threads": args.threads
+                                 or default_threads(url or "sqlite://")})
     instance = Path(tempfile.mkdtemp(prefix="arena-ingest-"))
     env = instance_env(instance, url, args.set)
     subprocess.run([str(BIN / "arena"), "demo", "--votes", "0"], env=env, cwd=ROOT,
@@ -399,12 +398,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6,
                         help="split each server's seconds into this many turns, alternating "
                              "with the others' (Arena, ceiling, floor, floor, ceiling, ...)")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="processes of each server (default: arena serve's for the "
-                             "database, two per core on SQLite and one on PostgreSQL)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="processes of each server (default: one per core, as arena serve)")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads per process of each server (default: arena serve's "
-                             "for the database, 1 on SQLite and 4 on PostgreSQL)")
+                             "for the database, 2 on SQLite and 4 on PostgreSQL)")
     parser.add_argument("--html", action="store_true", help="drive the htmx voter pages")
     parser.add_argument("--cold", action="store_true",
                         help="skip `arena campaign fill-gold`: the server renders the damaged "

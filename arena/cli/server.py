@@ -50,13 +50,12 @@ def demo_command(n_prompts, n_images, n_votes):
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True, type=int)
 @click.option("--workers", default=None, type=click.IntRange(1, 64),
-              help="Processes (default: two per CPU core on SQLite, at most 16; one per core on "
-              "PostgreSQL, at most 8; one when rate limits are kept in memory). They share "
-              "the rate limits through the instance's "
+              help="Processes (default: one per CPU core, at most 8; one when rate limits are kept "
+              "in memory). They share the rate limits through the instance's "
               "ratelimits.sqlite3 (or Redis); not with RATELIMIT_STORAGE_URI=memory://.")
 @click.option("--threads", default=None, type=click.IntRange(1, 64),
-              help="Threads per process (default: 1 on SQLite, 2 in a lone process; 4 on "
-              "PostgreSQL).")
+              help="Threads per process (default: 2 on SQLite, 4 on PostgreSQL; they share "
+              "one process's rate-limit counters).")
 @click.option("--pid", "pid_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the server's process id (default: INSTANCE/arena.pid; "
               "removed when it stops).")
@@ -72,9 +71,8 @@ def serve_command(host, port, workers, threads, pid_file):
 
     limited = current_app.config.get("RATELIMIT_ENABLED", True)
     shared = not limited or shared_storage(current_app.config["RATELIMIT_STORAGE_URI"])
-    database_url = current_app.config["SQLALCHEMY_DATABASE_URI"]
     if workers is None:
-        workers = default_workers(database_url, shared)
+        workers = default_workers(shared)
     elif workers > 1 and not shared:
         raise click.UsageError(
             f"--workers {workers} with rate limits stored in memory would let every limit "
@@ -82,7 +80,7 @@ def serve_command(host, port, workers, threads, pid_file):
             "RATELIMIT_STORAGE_URI unset (a file in the instance folder that the processes "
             "share) or set it to redis://..., or serve one process with more --threads")
     if threads is None:
-        threads = default_threads(database_url, workers)
+        threads = default_threads(current_app.config["SQLALCHEMY_DATABASE_URI"])
     _upgrade()
     pid_file = pid_file or Path(current_app.instance_path) / "arena.pid"
 
@@ -102,42 +100,30 @@ def serve_command(host, port, workers, threads, pid_file):
             return wsgi_app()
 
     click.echo(f"Arena is running at http://{host}:{port} with {workers} worker(s) x "
-               f"{threads} thread(s)  (Ctrl+C to stop)")
+               f"{threads} threads  (Ctrl+C to stop)")
     Server().run()
 
 
-def default_workers(database_url: str, shared_limits: bool, cpus: int | None = None) -> int:
-    """Processes that fit the database and the cores. PostgreSQL: one per core (a process
-    runs Python on one core at a time, and one worker left the second core of the 2-core dev
-    machine idle), at most ``MAX_DEFAULT_WORKERS``. SQLite: two per core with one thread
-    each (:func:`default_threads`), at most twice that: a process's threads take the GIL
-    from each other between the statements of the one holding the writer lock, and every
-    writer of the machine waits meanwhile; separate processes do not (4 x 1 against 2 x 2
-    on the 2-core machine, alternating: the vote's p99 9.2 and 10.0 ms against 13.6 and
-    14.1, the session's 10.5 and 12.7 against 16.6 and 18.7, at 301 and 293 votes/s against
-    273 and 297; benchmarks/ingest.py, stop 33). One process when the rate limits are
-    counted in each process's memory, which several processes would pass N times over."""
+def default_workers(shared_limits: bool, cpus: int | None = None) -> int:
+    """One process per CPU core: a process runs Python on one core at a time, and one
+    worker left the second core of the 2-core dev machine idle (SQLite: 203 votes/s with
+    one worker, 386 with two; benchmarks/ingest.py), at most ``MAX_DEFAULT_WORKERS``. One
+    when the rate limits are counted in each process's memory, which several processes
+    would pass N times over."""
     if not shared_limits:
         return 1
     cpus = cpus if cpus is not None else usable_cpus()
-    if _sqlite(database_url):
-        return max(2, min(2 * cpus, 2 * MAX_DEFAULT_WORKERS))
     return max(1, min(cpus, MAX_DEFAULT_WORKERS))
 
 
-def default_threads(database_url: str, workers: int) -> int:
+def default_threads(database_url: str) -> int:
     """Threads per process that fit the database. On SQLite a request waits on nothing
-    outside its process but the writer lock: one thread per process when there are several
-    (see :func:`default_workers`), two in a lone process, so that a request waiting for the
-    lock does not stall it. On PostgreSQL a request waits for the server at every statement,
-    and other threads run meanwhile: 135, 155 and 190 votes/s with 1, 2 and 4 threads."""
-    if _sqlite(database_url):
-        return 1 if workers > 1 else 2
-    return 4
-
-
-def _sqlite(database_url: str) -> bool:
-    return database_url.startswith("sqlite")
+    outside its process but the writer lock, so threads beyond two only queue for the GIL:
+    with 2 workers, 2 threads each took as many votes as 4 (326 and 345 against 331 and 330
+    votes/s in two runs of benchmarks/ingest.py) with a third of the p99 (a vote's 12 ms
+    against 30-36). On PostgreSQL a request waits for the server at every statement, and
+    other threads run meanwhile: 135, 155 and 190 votes/s with 1, 2 and 4 threads."""
+    return 2 if database_url.startswith("sqlite") else 4
 
 
 def usable_cpus() -> int:
