@@ -429,7 +429,7 @@ class HypeTrial(db.Model):
     judged_real: Mapped[bool | None] = mapped_column(Boolean)
     correct: Mapped[bool | None] = mapped_column(Boolean)
     voided: Mapped[bool] = mapped_column(Boolean, default=False)
-    void_reason: Mapped[str | None] = mapped_column(String(10))  # page | timing
+    void_reason: Mapped[str | None] = mapped_column(String(10))  # page | timing | repeat
     served_at: Mapped[datetime | None] = mapped_column(DateTime)  # first put on a page
     answered_at: Mapped[datetime | None] = mapped_column(DateTime)
 

@@ -325,17 +325,27 @@ class StageView:
     requested_ms: float | None = None
     masks: list[int] = field(default_factory=list)  # indices into the run's masks
     feedback: bool | None = None
+    repeat_voided: bool = False  # a timed trial served again was voided: this is the next
 
 
 def stage_view(stage: HypeStage, rng: np.random.Generator) -> StageView:
     """What the page shows; the trial's first serving is recorded (the server's clock for
-    HYPE-time bounds starts there). Commits."""
+    HYPE-time bounds starts there). A timed trial served again once its image could have
+    been on screen (``HYPE_COUNTDOWN_MS`` after its first serving: a reload after the
+    countdown) is voided for "repeat" and the next one served: a second look at an image
+    meant to be seen for a few hundred ms must not count (the phone audit reloaded a trial
+    after seeing it, and its answer counted). Commits."""
     trial = next_trial(stage)
+    repeat_voided = False
+    if stage.kind == "time" and trial is not None and _could_have_been_seen(trial):
+        _void_repeat(stage, trial)
+        repeat_voided = True
+        trial = next_trial(stage)
     if trial is not None and trial.served_at is None:
         trial.served_at = utcnow()
         db.session.commit()
     done, total = stage_progress(stage)
-    view = StageView(stage, trial, done, total)
+    view = StageView(stage, trial, done, total, repeat_voided=repeat_voided)
     if stage.kind == "time":
         masks = list(stage.run.masks)
         picked = rng.choice(len(masks), size=min(4, len(masks)), replace=False) if masks else []
@@ -343,6 +353,26 @@ def stage_view(stage: HypeStage, rng: np.random.Generator) -> StageView:
         view.requested_ms = requested_exposure(stage, trial) if trial else None
         view.feedback = last_feedback(stage)
     return view
+
+
+def _could_have_been_seen(trial: HypeTrial) -> bool:
+    if trial.served_at is None:
+        return False
+    countdown = timedelta(milliseconds=current_app.config["HYPE_COUNTDOWN_MS"])
+    return utcnow() - trial.served_at >= countdown
+
+
+def _void_repeat(stage: HypeStage, trial: HypeTrial) -> None:
+    """Void ``trial`` as served twice (it counts towards the evaluator's void limit, as any
+    void does), closing the stage when it was the last. Once, however many pages ask."""
+    now = utcnow()
+    changed = db.session.execute(
+        update(HypeTrial).where(HypeTrial.id == trial.id, HypeTrial.answered_at.is_(None))
+        .values(answered_at=now, voided=True, void_reason="repeat",
+                requested_ms=requested_exposure(stage, trial))).rowcount
+    if changed and next_trial(stage) is None and stage.finished_at is None:
+        _finish(stage, now)
+    db.session.commit()
 
 
 def next_trial(stage: HypeStage) -> HypeTrial | None:

@@ -69,7 +69,7 @@ def _render_stage(stage, status: int = 200):
         "url": image_url(trial_image_name(view.trial), size) if view.trial else None,
         "blocks": current_app.config["HYPE_TIME_BLOCKS"], "requested": view.requested_ms,
         "masks": [image_url(mask_name(stage, k), size) for k in view.masks],
-        "feedback": view.feedback,
+        "feedback": view.feedback, "repeat_voided": view.repeat_voided,
     }
     template = partial if is_htmx() else "hype/stage.html"
     response = current_app.make_response((render_template(template, **context), status))

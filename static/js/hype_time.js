@@ -78,9 +78,12 @@
     mask.hidden = true;
     answers.hidden = false;
     document.removeEventListener("visibilitychange", onHide);
-    answers.querySelectorAll("button").forEach(function (button) {
+    var buttons = answers.querySelectorAll("button"), sending = false;
+    buttons.forEach(function (button) {
       button.addEventListener("click", async function () {
-        answers.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+        if (sending) return;
+        sending = true;
+        buttons.forEach(function (b) { b.disabled = true; });
         var body = new FormData();
         body.append("csrf_token", card.dataset.csrf);
         body.append("trial_id", card.dataset.trial);
@@ -89,13 +92,36 @@
         body.append("frames", String(frames));
         body.append("frame_ms", frame.toFixed(3));
         body.append("voided", hidden || dropped ? "1" : "0");
-        var response = await fetch(card.dataset.answerUrl, {method: "POST", body: body,
-                                                            headers: {"HX-Request": "true"}});
-        var html = await response.text();
-        card.outerHTML = html;
+        var response = null;
+        try {
+          response = await fetch(card.dataset.answerUrl, {method: "POST", body: body,
+                                                          headers: {"HX-Request": "true"}});
+        } catch (error) {
+          response = null;  // offline: the answer is kept on the page, to be sent again
+        }
+        if (!response || response.status >= 500) {
+          unavailable(card);
+          sending = false;
+          buttons.forEach(function (b) { b.disabled = false; });
+          return;
+        }
+        card.outerHTML = await response.text();  // the next image, or a refusal as a card
         init();
-      }, {once: true});
+      });
     });
+  }
+
+  // The answer did not reach Arena: say so, and let the same answer be sent again (a reload
+  // would void the trial, its image having been shown).
+  function unavailable(card) {
+    var note = card.querySelector(".alert.unavailable");
+    if (!note) {
+      note = document.createElement("p");
+      note.className = "alert unavailable";
+      note.setAttribute("role", "alert");
+      card.querySelector(".answers").before(note);
+    }
+    note.textContent = document.body.dataset.unavailable;
   }
 
   function init() {

@@ -8,6 +8,7 @@ from sqlalchemy import func, select
 from arena.extensions import db
 from arena.hype import runs
 from arena.models import HypeTrial
+from tests.browser.conftest import PHONE
 from tests.factories import make_campaign
 
 
@@ -55,9 +56,11 @@ def test_qualify_then_judge_then_report(app, live_server, phone, tmp_path):
     assert "50.00%" in row and "100.00%" in row
 
 
-def test_hype_time_block_with_real_frame_timing(app, live_server, phone, tmp_path):
+def _timed_task(app, live_server, phone, tmp_path, trials: int) -> None:
+    """A HYPE-time run of one block of ``trials``, its check passed on ``phone``, and the
+    timed task started."""
     app.config.update(HYPE_QUALIFICATION_TRIALS=4, HYPE_QUALIFICATION_PASS=0.0,
-                      HYPE_TIME_BLOCKS=1, HYPE_TIME_BLOCK_TRIALS=4)
+                      HYPE_TIME_BLOCKS=1, HYPE_TIME_BLOCK_TRIALS=trials)
     reals = tmp_path / "reals"
     reals.mkdir()
     rng = np.random.default_rng(0)
@@ -75,6 +78,10 @@ def test_hype_time_block_with_real_frame_timing(app, live_server, phone, tmp_pat
         phone.get_by_role("button", name="Fake").tap()
     phone.get_by_role("link", name="Continue").tap()
     phone.get_by_role("button", name="Start the task").tap()
+
+
+def test_hype_time_block_with_real_frame_timing(app, live_server, phone, tmp_path):
+    _timed_task(app, live_server, phone, tmp_path, trials=4)
     for k in range(4):
         phone.get_by_text(f"image {k + 1} of 4").wait_for()
         phone.get_by_role("button", name="Show the next image").tap()
@@ -105,3 +112,43 @@ def test_hype_time_block_with_real_frame_timing(app, live_server, phone, tmp_pat
     assert "HYPE-time" in phone.locator("h1").inner_text()
     assert phone.locator("svg[aria-label='Psychometric curves'] polyline").count() == 1
     assert " ms" in phone.locator("table.ranking tbody tr").first.inner_text()
+
+
+def test_hype_time_answer_offline_then_a_reload(app, live_server, browser, tmp_path):
+    """The phone audit: offline, the Real and Fake buttons stayed disabled with no word, and
+    the only way out, a reload, showed the same image again with its answer counted. Now
+    the page says the answer was not sent and lets it be sent again; a reload once the
+    image has shown voids that trial and serves the next, saying so."""
+    context = browser.new_context(**PHONE)  # (the failed request is logged to the console)
+    phone = context.new_page()
+    crashes = []
+    phone.on("pageerror", lambda exc: crashes.append(str(exc)))
+    _timed_task(app, live_server, phone, tmp_path, trials=3)
+    phone.get_by_text("image 1 of 3").wait_for()
+    phone.get_by_role("button", name="Show the next image").tap()
+    real = phone.locator(".answers:not([hidden]) button[data-judged=real]")
+    real.wait_for()
+    context.set_offline(True)
+    real.tap()
+    expect(phone.get_by_role("alert")).to_have_text(
+        "Arena is unavailable right now: please try again soon")
+    expect(real).to_be_enabled()
+    context.set_offline(False)
+    real.tap()
+    phone.get_by_text("image 2 of 3").wait_for()
+    phone.get_by_role("button", name="Show the next image").tap()
+    real.wait_for()
+    phone.reload()
+    expect(phone.get_by_role("status")).to_contain_text("does not count")
+    phone.get_by_text("image 3 of 3").wait_for()
+    phone.get_by_role("button", name="Show the next image").tap()
+    real.tap()
+    phone.get_by_role("heading", name="Thank you!").wait_for()
+    context.close()
+    assert crashes == []
+    with app.app_context():
+        trials = db.session.scalars(select(HypeTrial).where(HypeTrial.requested_ms.is_not(None))
+                                    .order_by(HypeTrial.position)).all()
+        assert [t.judged_real for t in trials] == [True, None, True]
+        assert trials[1].void_reason == "repeat"
+        assert {t.void_reason for t in (trials[0], trials[2])} <= {None, "page"}

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 
 from arena.extensions import db
 from arena.hype import runs, timing
-from arena.models import HypeStage, HypeTrial, utcnow
+from arena.models import HypeStage, HypeTrial, Voter, utcnow
 from tests.factories import answer_trial, make_campaign, new_voter
 from tests.web.helpers import csrf_token
 
@@ -77,6 +77,49 @@ def test_an_answer_sooner_than_the_countdown_allows_is_not_believed(timed):
     runs.answer(timed, view.trial.id, view.trial.is_real, honest(500),
                 now=served + timedelta(milliseconds=2600))
     assert db.session.get(HypeTrial, view.trial.id).void_reason is None
+
+
+def test_a_second_look_after_a_reload_does_not_count(timed, client, ctx):
+    """The phone audit: a timed image was shown, the page reloaded (by hand, or because the
+    answer could not be sent) and the same image came back with a fresh countdown, and the
+    answer to that second look counted. A trial served again once its image could have
+    been on screen is voided as "repeat", and the page serves the next one and says so."""
+    rng = np.random.default_rng(0)
+    first = runs.stage_view(timed, rng).trial
+    again = runs.stage_view(timed, rng)  # reloaded within the countdown: nothing was shown
+    assert again.trial.id == first.id and not again.repeat_voided
+    countdown = ctx.config["HYPE_COUNTDOWN_MS"]
+    first.served_at = utcnow() - timedelta(milliseconds=countdown + 600)  # the image showed
+    db.session.commit()
+    with client.session_transaction() as cookie:
+        cookie["voter"] = db.session.get(Voter, timed.voter_id).public_id
+    page = client.get(f"/hype/s/{timed.public_id}")
+    assert page.status_code == 200
+    assert "does not count: here is the next one" in page.get_data(as_text=True)
+    stored = db.session.get(HypeTrial, first.id)
+    assert stored.voided and stored.void_reason == "repeat" and stored.judged_real is None
+    following = runs.next_trial(timed)
+    assert following.id != first.id and following.served_at is not None  # the page's now
+    assert f'data-trial="{following.id}"' in page.get_data(as_text=True)
+    # the answer the page had for the first image is not taken, and moves nothing
+    assert runs.answer(timed, first.id, first.is_real, honest(500)) is None
+    assert runs.requested_exposure(timed, following) == 500
+    assert runs.stage_progress(timed) == (1, 8)
+    answer_trial(timed, following.is_real, honest(500))
+    assert db.session.get(HypeTrial, following.id).void_reason is None
+
+
+def test_a_reload_of_the_last_trial_closes_the_stage(timed, ctx):
+    rng = np.random.default_rng(0)
+    while runs.stage_progress(timed)[0] < 7:
+        answer_trial(timed, lambda t: t.is_real,
+                     honest(runs.requested_exposure(timed, runs.next_trial(timed))))
+    last = runs.stage_view(timed, rng).trial
+    last.served_at = utcnow() - timedelta(milliseconds=ctx.config["HYPE_COUNTDOWN_MS"] + 1)
+    db.session.commit()
+    view = runs.stage_view(timed, rng)
+    assert view.trial is None and view.repeat_voided and timed.finished_at is not None
+    assert db.session.get(HypeTrial, last.id).void_reason == "repeat"
 
 
 def test_voiding_the_hard_trials_flags_the_evaluator(timed, ctx):
