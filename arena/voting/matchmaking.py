@@ -10,7 +10,7 @@ tasks, so a request costs a few index probes however large the campaign grows.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import cache, partial
 from typing import TypeVar
 
@@ -96,7 +96,7 @@ def _candidates(criterion: str, validation: bool, walked: bool = True):
 
 # what issuing a comparison needs of it: rows of these, not ORM objects (cheaper to load,
 # and still readable once the write transaction has committed)
-PICKED = (Comparison.id, Comparison.image_a_id, Comparison.image_b_id)
+PICKED = (Comparison.id, Comparison.image_a_id, Comparison.image_b_id, Comparison.prompt_id)
 # Within the lowest level, the least-served of a random sample ("the power of d choices"):
 # two runs of SAMPLE_RUN comparisons (or as many as wanted, if more), each from a random
 # point of the shuffle order. Simulated on 96 comparisons of target 26 picked in sessions
@@ -132,7 +132,7 @@ def pick_statement(query, limit, start, sample, second_start):
              .order_by(wrapped.c.part, wrapped.c.shuffle_key).limit(sample).subquery())
     drawn = union(select(first),
                   select(run_of(Comparison.shuffle_key >= second_start))).subquery()
-    return (select(drawn.c.id, drawn.c.image_a_id, drawn.c.image_b_id, drawn.c.level)
+    return (select(*(drawn.c[column.key] for column in PICKED), drawn.c.level)
             .order_by(drawn.c.served, drawn.c.shuffle_key < start, drawn.c.shuffle_key)
             .limit(limit))
 
@@ -156,22 +156,46 @@ def _pick_query(criterion: str, validation: bool):
 
 def next_comparisons(
     voter_id: int, criterion: str, count: int, rng: np.random.Generator,
-    validation: bool = False, pool: int = 0,
+    validation: bool = False, pool: int = 0, avoid_prompts: Collection[int | None] = (),
 ) -> list:
     """The ``count`` least-served comparisons of ``criterion`` (regular, or gold pairs with
     ``validation``) in the voter's ``pool`` not yet issued to them, as rows of ``PICKED``:
     from the lowest level first (a quarter of the target each, ``Comparison.level``), within
     it the least-served of a random sample (two runs of ``SAMPLE_RUN``; all of the level
     when it holds fewer), random among equals. Usually one statement: the lowest level is a
-    WITH of the pick (both walk ix_comparison_queue)."""
+    WITH of the pick (both walk ix_comparison_queue).
+
+    No two of them share a prompt, nor one with ``avoid_prompts`` (the session's gold
+    pair): a caption met twice in a session gave its check question away (the phone audit
+    found 21 of 145 demo sessions with a prompt twice, 15 of them with the check among the
+    two). Only when too few prompts are left does one repeat, rather than a short session.
+    """
     query = _pick_query(criterion, validation)
-    chosen: list = []
+    chosen, passed = _draw(query, voter_id, count, rng, pool, [], set(avoid_prompts) - {None})
+    if len(chosen) < count:  # too few prompts left: the rows passed over first
+        taken = {row.id for row in chosen}
+        for row in passed:
+            if len(chosen) < count and row.id not in taken:
+                chosen.append(row)
+                taken.add(row.id)
+    if len(chosen) < count:
+        chosen, _ = _draw(query, voter_id, count, rng, pool, chosen, None)
+    return chosen
+
+
+def _draw(query, voter_id: int, count: int, rng: np.random.Generator, pool: int,
+          chosen: list, prompts: set | None) -> tuple[list, list]:
+    """``chosen`` and picks of ``query`` added up to ``count``, level by level, passing
+    over the rows of a prompt in ``prompts`` or already chosen (no such rule with None);
+    and the rows passed over for their prompt, in the order they came."""
+    chosen, passed = list(chosen), []
     floor = -1
     while len(chosen) < count:
         wanted = count - len(chosen)
         # (as many more as were taken: a vote landing meanwhile, on PostgreSQL, can move
-        # one of them up to this level, and it is not taken twice)
-        limit = wanted + len(chosen)
+        # one of them up to this level, and it is not taken twice; and a run's worth more,
+        # for rows passed over for their prompt)
+        limit = wanted + len(chosen) + (SAMPLE_RUN if prompts is not None else 0)
         picked = run(query, {
             "p_voter": voter_id, "p_pool": pool, "p_floor": floor, "p_limit": limit,
             "p_sample": max(SAMPLE_RUN, limit),
@@ -180,11 +204,22 @@ def next_comparisons(
         if not picked:
             break
         taken = {row.id for row in chosen}
-        chosen += [row for row in picked if row.id not in taken][:wanted]
+        for row in picked:
+            if len(chosen) == count:
+                break
+            if row.id in taken:
+                continue
+            if prompts is not None and row.prompt_id in prompts:
+                passed.append(row)
+                continue
+            chosen.append(row)
+            taken.add(row.id)
+            if prompts is not None and row.prompt_id is not None:
+                prompts.add(row.prompt_id)
         # short: the level ran out, the next one up (its level as the pick read it: read
         # again, a vote landing in between could have moved it up and skipped a level)
         floor = picked[0].level
-    return chosen
+    return chosen, passed
 
 
 GOLD_SAMPLE = 256  # gold pairs drawn from, uniformly, among the least issued
@@ -451,7 +486,8 @@ def _pick_items(voter_id: int, criterion: str, with_gold: bool,
     size = current_app.config["TASKS_PER_SESSION"]
     validation = pick_validation(voter_id, criterion, rng, pool) if with_gold else None
     items = next_comparisons(voter_id, criterion, size - (validation is not None), rng,
-                             pool=pool)
+                             pool=pool, avoid_prompts=[validation.prompt_id] if validation
+                             else ())
     if not items:
         raise NoTasksAvailable(f"no {criterion} comparisons left for this voter")
     if validation is not None:

@@ -19,7 +19,14 @@ from arena.extensions import db
 from arena.models import Comparison, Image, Prompt, Task
 from arena.voting import matchmaking
 from tests.datasets import IMAGES
-from tests.factories import answer, make_model, make_owner, make_prompt_set, new_voter
+from tests.factories import (
+    answer,
+    make_campaign,
+    make_model,
+    make_owner,
+    make_prompt_set,
+    new_voter,
+)
 from tests.web.helpers import api_session, bearer
 
 
@@ -116,6 +123,35 @@ def test_alignment_gold_always_shows_a_caption(live, app, client):
     for _ in range(10):
         body = api_session(client, {"criterion": "alignment"}).json
         assert all(t["prompt"] for t in body["tasks"])
+
+
+def test_a_check_question_is_not_given_away_by_its_caption(live, ctx):
+    """The phone audit spotted check questions as the second question of a session on a
+    caption already met in it (15 of the 74 demo sessions with a check; 6 of 71 without).
+    Now no two questions of a session share a prompt while the campaign has enough: a
+    voter who takes a repeated caption for the check never gets one to take."""
+    ctx.config["VALIDATION_RATE"] = 1.0
+    rng = np.random.default_rng(4)
+    sessions = 0
+    for criterion in ("alignment", "coherence", "preference"):
+        for _ in range(8):
+            voter = new_voter()
+            for _ in range(3):
+                session = matchmaking.start_session(voter, rng, criterion)
+                prompts = [t.comparison.prompt_id for t in session.tasks]
+                assert len(prompts) == 3 and len(set(prompts)) == 3, prompts
+                assert sum(t.comparison.is_validation for t in session.tasks) == 1
+                sessions += 1
+                for task in session.tasks:
+                    answer(voter, task, "left")
+    assert sessions == 72
+
+
+def test_with_fewer_prompts_than_questions_a_session_is_still_full(ctx):
+    make_campaign(n_prompts=2, n_models=3, images_per_model=2, gold=False)
+    session = matchmaking.start_session(new_voter(), np.random.default_rng(5), "preference")
+    prompts = [t.comparison.prompt_id for t in session.tasks]
+    assert len(prompts) == 3 and len(set(prompts)) == 2
 
 
 def test_no_supply_without_images(ctx):

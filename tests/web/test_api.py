@@ -261,9 +261,10 @@ def test_round_trips_per_vote_and_session_on_each_database(any_app):
     """Issue 11's budget: a vote in 4 statements and one transaction on PostgreSQL (its
     reads go on into the write: no ROLLBACK and second BEGIN between them; the voter's turn
     and the rating pair's lock in one statement), a session in at most 6; on SQLite the
-    write begins afresh with BEGIN IMMEDIATE."""
+    write begins afresh with BEGIN IMMEDIATE. (Four prompts: a session of three takes three
+    of them; with fewer, one repeats after another pick.)"""
     with any_app.app_context():
-        make_campaign()
+        make_campaign(n_prompts=4)
         engine = db.engine
     any_app.config.update(VALIDATION_RATE=0.0, MIN_VOTE_MS={})
     client = any_app.test_client()
@@ -301,7 +302,7 @@ def test_round_trips_of_the_htmx_voter_flow_on_each_database(any_app):
     session page and each vote's next card load the session once and mark the open task
     shown in one statement; a vote's next card is read in the vote's write transaction."""
     with any_app.app_context():
-        make_campaign()
+        make_campaign(n_prompts=4)  # (a session of three prompts, none repeated)
         engine = db.engine
     any_app.config.update(VALIDATION_RATE=0.0, MIN_VOTE_MS={})
     client = any_app.test_client()
