@@ -238,6 +238,24 @@ def report(task_id: int):
     return redirect(url_for("voter.show_session", public_id=task.session_public_id), 303)
 
 
+@bp.get("/t/<int:task_id>")
+@bp.get("/t/<int:task_id>/read")
+@bp.get("/t/<int:task_id>/skip")
+def task_address(task_id: int):
+    """A question's address opened as a page (the phone audit got "Method not allowed": a
+    form sent without JavaScript leaves the browser there, and a reload or a shared link
+    opens it): the question's session for the voter it was issued to, else the start page.
+    Only a POST to it changes anything."""
+    voter = _current_voter()
+    try:
+        task = tasks.owned_task(voter, task_id) if voter is not None else None
+    except (tasks.TaskNotFound, tasks.NotYourTask):
+        task = None
+    if task is None:
+        return redirect(url_for("voter.index"), 303)
+    return redirect(url_for("voter.show_session", public_id=task.session_public_id), 303)
+
+
 @bp.post("/t/<int:task_id>/read")
 @limits.per_voter("RATE_LIMIT_VOTES")
 @limits.per_network("RATE_LIMIT_NETWORK_VOTES")

@@ -153,6 +153,26 @@ def test_someone_elses_session_and_task_are_forbidden(client, web_campaign, app)
     assert response.status_code == 403
 
 
+def test_a_questions_address_opened_as_a_page_leads_back_to_its_session(client, web_campaign,
+                                                                          app):
+    """The phone audit opened /t/<id> (where a form sent without JavaScript leaves the
+    browser) and got "Method not allowed". Its voter is taken to the session; anyone else,
+    or a question that does not exist, to the start page, which tells nothing about it."""
+    location = start_session(client).headers["Location"]
+    task = task_id(client.get(location).get_data(as_text=True))
+    for path in (f"/t/{task}", f"/t/{task}/read", f"/t/{task}/skip"):
+        response = client.get(path)
+        assert response.status_code == 303 and response.headers["Location"] == location
+    with app.app_context():
+        answered = db.session.scalar(select(func.count()).select_from(Task).where(
+            Task.answered_at.is_not(None)))
+    assert answered == 0  # nothing changed
+    other = app.test_client()
+    for path in (f"/t/{task}", f"/t/{task + 10_000}/read", f"/t/{task}/skip"):
+        response = other.get(path)
+        assert response.status_code == 303 and response.headers["Location"] == "/"
+
+
 def test_html_vote_errors_say_what_to_do(client, web_campaign, app):
     app.config["VALIDATION_RATE"] = 0.0
     location = start_session(client, criterion="coherence").headers["Location"]
