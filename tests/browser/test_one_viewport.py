@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 
 import pytest
+from playwright.sync_api import expect
 from sqlalchemy import delete, update
 
 from arena.extensions import db
-from arena.models import Comparison, Prompt
+from arena.models import Comparison, HypeRun, Prompt
 from tests.factories import make_campaign
 
 VIEWPORTS = [(360, 640), (360, 740), (390, 844), (430, 932), (640, 360), (844, 390)]
@@ -118,3 +119,37 @@ def test_every_part_of_the_task_is_on_screen(browser, app, live_server, tasks_of
                                               f"vote-{criterion}-{width}x{height}.png"))
         context.close()
     assert not problems, "\n".join(problems)
+
+
+def test_the_links_around_the_task_are_tap_targets_too(app, live_server, phone, tasks_of):
+    """The phone audit measured "Change my answers about me" on the end card at 220x16 px
+    (and it opened the start page with "About you" folded), the "About you" toggle 32 px
+    tall, and the HYPE index's links 19 and 16 px tall."""
+    tasks_of("preference")
+    phone.goto(live_server + "/")
+    summary = phone.locator(".about-you summary")
+    assert not _too_small(summary, "About you"), summary.bounding_box()
+    phone.get_by_role("button", name="Start").tap()
+    for position in (1, 2, 3):
+        card = phone.locator("form.task")
+        card.get_by_text(f"Question {position} of 3").wait_for()
+        card.locator("label.choice").first.tap()
+        card.get_by_role("button", name="Continue").tap()
+    change = phone.get_by_role("link", name="Change my answers about me")
+    assert not _too_small(change, "Change my answers"), change.bounding_box()
+    shots = os.environ.get("ARENA_SCREENSHOT_DIR")
+    if shots:  # to look at them
+        phone.screenshot(path=os.path.join(shots, "end-card.png"))
+    change.tap()
+    expect(phone.locator(".about-you")).to_have_attribute("open", "")
+    if shots:
+        phone.screenshot(path=os.path.join(shots, "about-you-open.png"))
+    with app.app_context():  # (a run on the index is all this needs)
+        db.session.add(HypeRun(name="Pilot", mode="infinity"))
+        db.session.commit()
+    phone.goto(live_server + "/hype/")
+    for name in ("Pilot", "report"):
+        link = phone.get_by_role("link", name=name, exact=True)
+        assert not _too_small(link, name), link.bounding_box()
+    if shots:
+        phone.screenshot(path=os.path.join(shots, "hype-index.png"))
