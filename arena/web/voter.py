@@ -188,7 +188,18 @@ def join(join_key: str):
     return redirect(url_for("voter.index"), 303)
 
 
+def _session_not_here(exc, status: int, public_id: str):
+    """A session this browser cannot open (another browser's, or its cookie is gone): a
+    card saying so in the voter's language, and a way to start anew (the phone audit got
+    "This is not yours to open" and the service's English)."""
+    if not isinstance(exc, (matchmaking.SessionNotFound, matchmaking.NotYourSession)):
+        return error_response(status, str(exc))
+    template = "voter/_not_here.html" if is_htmx() else "voter/not_here.html"
+    return render_template(template), status
+
+
 @bp.get("/s/<public_id>")
+@renders_errors(_session_not_here)
 def show_session(public_id: str):
     warning = VALIDATION_WARNING if session.pop("validation_warning", False) else None
     if session.pop("report_sent", False):

@@ -117,7 +117,9 @@ def test_refusals_and_error_pages_speak_the_voters_language(client, web_campaign
     assert refused.status_code == 403
     assert "harus berusia 18 tahun" in refused.get_data(as_text=True)
     other = client.get("/s/not-a-session-of-yours").get_data(as_text=True)
-    assert "Tidak ditemukan" in other or "bukan milik Anda" in other
+    assert "Sesi ini tidak terbuka di browser ini" in other and "Mulai sesi baru" in other
+    missing = client.get("/t/999999/report").get_data(as_text=True)  # the generic page
+    assert "Tidak ditemukan" in missing or "bukan milik Anda" in missing
 
 
 TEMPLATES = [  # what the pages hold: plain strings, strings with variables, a literal %

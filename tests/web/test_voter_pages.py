@@ -145,7 +145,14 @@ def test_someone_elses_session_and_task_are_forbidden(client, web_campaign, app)
     location = start_session(client).headers["Location"]
     html = client.get(location).get_data(as_text=True)
     other = app.test_client()
-    assert other.get(location).status_code == 403
+    refused = other.get(location)
+    assert refused.status_code == 403
+    # (the phone audit: "This is not yours to open" and the service's English)
+    assert "This session is not open in this browser" in refused.text
+    assert 'href="/"' in refused.text and "belongs to" not in refused.text
+    missing = other.get("/s/nosuchsession", headers={"Accept-Language": "es"})
+    assert missing.status_code == 404
+    assert "Esta sesión no está abierta en este navegador" in missing.text
     start_session(other)
     other_html = other.get("/").get_data(as_text=True)
     response = other.post(f"/t/{task_id(html)}",
