@@ -4,6 +4,8 @@ focusable region that scrolls sideways (axe's scrollable-region-focusable)."""
 
 from __future__ import annotations
 
+import os
+
 from flask import current_app
 
 from tests.factories import make_campaign, vote_as
@@ -20,12 +22,20 @@ def test_criterion_tabs_keep_the_filters(app, live_server, phone):
     with app.app_context():
         _two_regions()
     phone.goto(live_server + "/leaderboard?criterion=preference")
+    # the ranking on the first screen, the filters folded under it (the phone audit found
+    # nine controls there, the ranking from y=700 down)
+    if os.environ.get("ARENA_SCREENSHOT_DIR"):  # to look at it
+        phone.screenshot(path=os.path.join(os.environ["ARENA_SCREENSHOT_DIR"], "board.png"))
+    first = phone.locator("table.ranking tbody tr").first.bounding_box()
+    assert first["y"] + first["height"] <= 844, first  # (the first row on the first screen)
+    phone.get_by_text("Filters", exact=True).tap()
     phone.get_by_label("Continent").select_option("EU")
     phone.wait_for_url("**continent=EU**")  # htmx swapped the board and pushed the URL
     phone.get_by_role("link", name="Coherence").tap()
     phone.wait_for_url("**criterion=coherence**")
     assert "continent=EU" in phone.url
-    assert phone.get_by_label("Continent").input_value() == "EU"
+    assert phone.get_by_label("Continent").input_value() == "EU"  # (unfolded: a filter is on)
+    assert phone.get_by_text("Filters (1 active)").is_visible()
     size = phone.get_by_label("Continent").evaluate("el => getComputedStyle(el).fontSize")
     assert float(size.removesuffix("px")) >= 16  # iOS zooms into smaller controls
     region = phone.locator(".table-wrap").first

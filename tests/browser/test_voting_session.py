@@ -151,6 +151,7 @@ def test_leaderboard_filters_swap_the_board(app, live_server, phone):
     phone.goto(live_server + "/leaderboard?criterion=preference")
     phone.locator("table.ranking").wait_for()
     assert phone.evaluate("document.scrollingElement.scrollWidth") <= 390
+    phone.get_by_text("Filters", exact=True).tap()
     phone.select_option("select[name=continent]", "AS")
     phone.get_by_text("slice: continent AS").wait_for()
     assert "continent=AS" in phone.url
