@@ -14,5 +14,5 @@ if [ "${1:-}" = "compile" ]; then
 fi
 "$PYBABEL" extract -F babel.cfg -k N_ -k lazy_gettext --no-location --omit-header \
   --sort-output -o arena/translations/messages.pot .
-"$PYBABEL" update -i arena/translations/messages.pot -d arena/translations --no-location \
+"$PYBABEL" update -i arena/translations/messages.pot -d arena/translations \
   --no-fuzzy-matching --width 96
