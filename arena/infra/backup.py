@@ -174,6 +174,7 @@ def restore(source: Path, progress=None) -> Summary:
         tar = tarfile.open(source)  # noqa: SIM115 (closed below)
     except (OSError, tarfile.TarError) as exc:
         raise Rejected(f"{source}: not a readable backup ({exc})") from exc
+    database.parent.mkdir(parents=True, exist_ok=True)  # a new instance: its folder too
     with tar, tempfile.TemporaryDirectory(dir=database.parent, prefix=".arena-restore-") as tmp:
         members = {m.name: m for m in tar.getmembers()}
         for member in members.values():
