@@ -46,6 +46,10 @@ def main() -> None:
                         help="for Elo, Davidson and HYPE-time, whose rounds refit or replay")
     parser.add_argument("--only", help="run the designs whose name contains this")
     args = parser.parse_args()
+    names = [design.name for design in (*designs(), *hype_designs())]
+    if args.only and not any(args.only in name for name in names):
+        parser.error(f"--only {args.only!r} matches no design; the designs are: "
+                     + "; ".join(names))
     print(f"{args.replicates} replicates per design, {args.rounds} bootstrap rounds\n")
     print(f"{'design':58s} {'method':14s} {'covered':>8s} {'width':>7s} {'all at once':>11s} "
           f"{'rank sets':>9s} {'tier errors':>11s}")
