@@ -318,12 +318,19 @@ def rank_elo(names: list[str], winners, losers, ties=None, units=None, *,
 
     params = params or EloParams()
     rng = rng if rng is not None else np.random.default_rng()
-    n = len(names)
     winners = np.asarray(winners, dtype=np.int64)
     losers = np.asarray(losers, dtype=np.int64)
     tie = np.zeros(winners.size, bool) if ties is None else np.asarray(ties, bool)
+    every = np.bincount(winners, minlength=len(names)) + np.bincount(losers,
+                                                                     minlength=len(names))
+    # Only models with a vote are rated: an idle model would sit at the starting rating
+    # inside everyone's rank sets and take a share of the scores.
+    active = np.flatnonzero(every > 0)
+    compact = np.full(len(names), -1)
+    compact[active] = np.arange(active.size)
+    winners, losers, n = compact[winners], compact[losers], active.size
     ordered = elo(winners, losers, n, ties=tie, params=params)
-    played = np.bincount(winners, minlength=n) + np.bincount(losers, minlength=n)
+    played = every[active]
     won = np.bincount(winners, weights=np.where(tie, 0.5, 1.0), minlength=n) \
         + np.bincount(losers, weights=np.where(tie, 0.5, 0.0), minlength=n)
     boot = None
@@ -331,14 +338,17 @@ def rank_elo(names: list[str], winners, losers, ties=None, units=None, *,
         boot = elo_bootstrap(winners, losers, n, ties=tie, units=units,
                              rounds=max(rounds, 20), params=params, rng=rng, level=LEVEL)
     point, spread, draws = _elo_spread(boot.mean if boot else ordered, boot, params, rng)
-    order = sorted(range(n), key=lambda i: (played[i] == 0, -point.ratings[i]))
-    order = [i for i in order if include_idle or played[i] > 0]
+    order = sorted(range(n), key=lambda k: -point.ratings[k])
     stored = online if online is not None else {}
-    rows = [_ranked_row(position, names[i], i, point, spread,
-                        stored.get(names[i], float(ordered[i])), played[i], won[i])
-            if played[i] else _idle_row(names[i], stored.get(names[i]))
-            for position, i in enumerate(order, start=1)]
+    rows = [_ranked_row(position, names[active[k]], k, point, spread,
+                        stored.get(names[active[k]], float(ordered[k])), played[k], won[k])
+            for position, k in enumerate(order, start=1)]
+    idle = [names[i] for i in np.flatnonzero(every == 0)]
+    if include_idle:
+        rows += [_idle_row(name, stored.get(name)) for name in idle]
     flags = [] if winners.size else ["no votes yet in this selection"]
+    if idle and include_idle and winners.size:
+        flags.append(f"no votes yet for: {', '.join(idle)}")
     if boot:
         flags.append("Elo: rating = averaged over random orders of the votes (online_elo "
                      "is their own order, which recent votes sway)")

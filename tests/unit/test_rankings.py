@@ -237,3 +237,32 @@ def test_a_model_without_votes_is_listed_unranked(voted, method):
     row = next(line for line in exports.to_table(ranking).splitlines()
                if "newcomer" in line and not line.startswith("!"))
     assert row.split()[:3] == ["-", "newcomer", "-"]
+
+
+def test_elo_leaves_a_model_without_votes_out_of_the_rank_sets_and_scores():
+    """A model with no vote is listed last and unranked, and the others' ratings, intervals,
+    rank sets and scores are exactly those without it (it used to sit at the starting rating
+    inside everyone's rank sets, and take a share of the scores)."""
+    from arena.analysis.leaderboard import rank_elo
+
+    rng = np.random.default_rng(3)
+    winners, losers = rng.integers(0, 3, 300), rng.integers(0, 3, 300)
+    keep = winners != losers
+    winners, losers = winners[keep], losers[keep]
+    alone = rank_elo(["a", "b", "c"], winners, losers, rounds=200,
+                     rng=np.random.default_rng(7))
+    # the idle model sits between the others in the name list
+    moved = np.array([0, 2, 3])
+    with_idle = rank_elo(["a", "idle", "b", "c"], moved[winners], moved[losers], rounds=200,
+                         rng=np.random.default_rng(7))
+    assert [m.model for m in with_idle.models] == [m.model for m in alone.models] + ["idle"]
+    idle = with_idle.models[-1]
+    assert idle.rank is None and idle.rank_worst is None and idle.votes == 0
+    for got, want in zip(with_idle.models, alone.models, strict=False):
+        assert (got.rating, got.ci_low, got.ci_high, got.rank_best, got.rank_worst) == \
+            pytest.approx((want.rating, want.ci_low, want.ci_high, want.rank_best,
+                           want.rank_worst))
+    assert max(m.rank_worst for m in with_idle.models[:3]) <= 3
+    assert sum(m.score for m in with_idle.models[:3]) == pytest.approx(100)
+    assert "no votes yet for: idle" in with_idle.flags
+    assert with_idle.prob_ahead == alone.prob_ahead
