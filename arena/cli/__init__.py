@@ -48,6 +48,15 @@ def reports_errors(callback):
             return callback(*args, **kwargs)
         except ArenaError as exc:
             raise CommandError(exc) from exc
+        except Exception as exc:
+            # Imported here: listing the commands (`arena --help`) imports no SQLAlchemy.
+            from arena.infra.database import database_outage
+
+            outage = database_outage(exc)
+            if outage is None:
+                raise
+            cause = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+            raise CommandError(type(outage)(f"{outage.message} ({cause})")) from exc
 
     wrapped.reports_errors = True
     return wrapped
@@ -70,10 +79,14 @@ class MigrationCommands(click.Group):
         from flask.cli import ScriptInfo
         from flask_migrate.cli import db
 
-        from arena.infra.instance import bind_migrations
+        from arena.infra.instance import bind_migrations, ensure_instance
 
         info = (parent.find_object(ScriptInfo) if parent else None) or ScriptInfo()
-        bind_migrations(info.load_app())
+        app = info.load_app()
+        bind_migrations(app)
+        if args[:1] == ["upgrade"]:  # as `arena serve` does: the folder, then the secrets
+            with app.app_context():
+                ensure_instance()
         return db.make_context(info_name, args, parent=parent, **extra)
 
 

@@ -21,9 +21,9 @@ from typing import TypeVar
 from flask import current_app
 from sqlalchemy import bindparam, case, event, select, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import InvalidatePoolError, OperationalError
+from sqlalchemy.exc import InvalidatePoolError, OperationalError, ProgrammingError
 
-from arena.errors import NotFound
+from arena.errors import NotFound, Unavailable
 from arena.extensions import db
 from arena.infra.prepared import driver_sql, run
 
@@ -251,6 +251,22 @@ def retry_on_lock(fn: Callable[[], T], attempts: int = 5) -> T:
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+# What the drivers say when the schema or the database file is not there (SQLite, psycopg).
+_NOT_SET_UP = ("no such table", "unable to open database", "does not exist", "undefinedtable")
+
+
+def database_outage(exc: Exception) -> Unavailable | None:
+    """The domain error for a database that is missing or down, or None when ``exc`` is not
+    one: the same message on the web (a 503) and in the CLI (``Error:``, exit code 6)."""
+    if not isinstance(exc, (OperationalError, ProgrammingError)):
+        return None
+    message = str(getattr(exc, "orig", exc)).lower()
+    if any(m in message for m in _NOT_SET_UP):
+        return Unavailable("The database is not set up yet. The operator should run "
+                           "`arena db upgrade` (or `arena demo`).")
+    return Unavailable("The database is unavailable right now. Please try again.")
 
 
 def one_or_not_found(model, message: str, *conditions):

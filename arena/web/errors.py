@@ -24,6 +24,7 @@ from arena.errors import (
     kind_of,
 )
 from arena.extensions import db
+from arena.infra.database import database_outage
 from arena.web.requests import is_htmx
 
 STATUS = {
@@ -73,10 +74,6 @@ def renders_errors(render):
     return decorator
 
 
-DATABASE_MISSING = ("no such table", "unable to open database", "does not exist",
-                    "undefinedtable")
-
-
 def register(app: Flask) -> None:
     """Install the handlers: domain errors by kind, HTTP errors, database outages."""
 
@@ -109,9 +106,5 @@ def register(app: Flask) -> None:
     @app.errorhandler(OperationalError)
     @app.errorhandler(ProgrammingError)
     def database_error(exc):
-        message = str(getattr(exc, "orig", exc)).lower()
         app.logger.error("database error: %s", exc)
-        if any(m in message for m in DATABASE_MISSING):
-            return error_response(503, "The database is not set up yet. The operator should "
-                                  "run `arena db upgrade` (or `arena demo`).")
-        return error_response(503, "The database is unavailable right now. Please try again.")
+        return error_response(503, database_outage(exc).message)

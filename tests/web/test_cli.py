@@ -47,6 +47,34 @@ def test_db_upgrade_is_idempotent(runner):
     assert result.exit_code == 0, result.output
 
 
+def test_a_new_instance_path_gets_an_error_then_db_upgrade_sets_it_up(tmp_path, monkeypatch):
+    """Any command on an instance folder that is not there yet says what to run (no
+    traceback); ``arena db upgrade`` then creates the folder, the schema and the secrets that
+    ``gunicorn wsgi:app`` needs, as ``arena serve`` does."""
+    from click.testing import CliRunner
+
+    from arena import cli, wsgi_app
+
+    instance = tmp_path / "new" / "instance"
+    monkeypatch.setenv("ARENA_INSTANCE_PATH", str(instance))
+    for key in ("ARENA_SECRET_KEY", "ARENA_PSEUDONYM_KEY", "ARENA_DATABASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    refused = CliRunner().invoke(cli.main, ["rank", "--criterion", "preference"])
+    assert refused.exit_code == 6, refused.output
+    assert "Error: The database is not set up yet" in refused.output
+    assert "arena db upgrade" in refused.output
+    assert "Traceback" not in refused.output
+    assert not instance.exists()
+
+    upgraded = CliRunner().invoke(cli.main, ["db", "upgrade"])
+    assert upgraded.exit_code == 0, upgraded.output
+    assert "SECRET_KEY =" in (instance / "config.py").read_text()
+    assert wsgi_app().config["SECRET_KEY"]  # refuses to build without persistent secrets
+    ranked = CliRunner().invoke(cli.main, ["rank", "--criterion", "preference"])
+    assert ranked.exit_code == 0, ranked.output
+    assert "no votes yet" in ranked.output
+
+
 def test_arena_help_lists_exactly_the_registered_commands_without_building_the_app(
         tmp_path, monkeypatch):
     """``arena --help`` reads a table instead of building the app; the table must say what the
