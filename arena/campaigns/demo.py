@@ -266,6 +266,9 @@ def _add_gold_pairs(campaign, gold_prompts: list[Prompt]) -> int:
 # Log-strengths of the demo models as a simulated crowd sees them (Aurora best).
 SIMULATED_STRENGTH = {"Aurora-XL": 1.0, "Brisk-2": 0.6, "Cobble-1": -0.4, "Dusk-0.3": -1.2}
 SIMULATED_COUNTRIES = ("US", "BR", "DE", "FR", "IN", "JP", "NG", "KE", "AU", "MX", "GB", "ID")
+# The page language a simulated voter from a country answers in (English elsewhere), so the
+# demo's votes can be sliced by language as real ones can.
+SIMULATED_LANGUAGES = {"BR": "pt", "MX": "es", "IN": "hi", "ID": "id"}
 
 
 def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None) -> int:
@@ -278,11 +281,13 @@ def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None) -> int
     clock = [utcnow() - timedelta(seconds=6 * n_votes)]
     cast = 0
     while cast < n_votes:
-        voter, _ = voters.create_voter({
+        answers = {
             "age_group": str(rng.choice((*voters.AGE_GROUPS, "undisclosed"))),
             "gender": str(rng.choice((*voters.GENDERS, "undisclosed"))),
             "country": str(rng.choice(SIMULATED_COUNTRIES)),
-        })
+        }
+        voter, _ = voters.create_voter(answers)
+        language = SIMULATED_LANGUAGES.get(answers["country"], "en")
         db.session.commit()
         for _ in range(int(rng.integers(1, 5))):
             try:
@@ -290,14 +295,15 @@ def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None) -> int
             except matchmaking.NoTasksAvailable:
                 break
             for task_id in [t.id for t in session.tasks]:
-                _simulated_vote(voter, db.session.get(Task, task_id), rng, clock)
+                _simulated_vote(voter, db.session.get(Task, task_id), rng, clock, language)
                 cast += 1
                 if progress:
                     progress(1)
     return cast
 
 
-def _simulated_vote(voter, task: Task, rng: np.random.Generator, clock: list) -> None:
+def _simulated_vote(voter, task: Task, rng: np.random.Generator, clock: list,
+                    language: str) -> None:
     tasks.present([task], now=clock[0])
     caption = tasks.caption_of(task)
     if caption is not None:
@@ -314,4 +320,4 @@ def _simulated_vote(voter, task: Task, rng: np.random.Generator, clock: list) ->
         choice = "left" if rng.random() < 1.0 / (1.0 + np.exp(s_right - s_left)) else "right"
     thinking = int(rng.integers(900, 6000))
     clock[0] += timedelta(milliseconds=thinking)
-    votes.cast_vote(voter, task.id, choice, thinking, now=clock[0])
+    votes.cast_vote(voter, task.id, choice, thinking, now=clock[0], language=language)

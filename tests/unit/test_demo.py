@@ -71,3 +71,7 @@ def test_simulated_votes_pass_the_read_gate_and_count(ctx):
     confirmed = db.session.scalars(select(Task.read_confirmed_at).where(
         Task.id.in_(alignment))).all()
     assert confirmed and all(c is not None for c in confirmed)
+    # each vote carries its page's language, so `arena rank --language en` finds the demo's
+    languages = dict(db.session.execute(select(Vote.language, func.count())
+                                        .group_by(Vote.language)).all())
+    assert None not in languages and languages.get("en", 0) > 0
