@@ -81,8 +81,9 @@ def test_arena_serve_writes_keys_then_gunicorn_shares_them(tmp_path):
 
     gunicorn = [sys.executable, "-m", "gunicorn", "--workers", "2", "wsgi:app"]
     port = free_port()
-    shared = subprocess.Popen([*gunicorn, "--bind", f"127.0.0.1:{port}", "--access-logfile",
-                               "-"], env=server_env(instance), cwd=ROOT,
+    # the access log comes from ./gunicorn.conf.py, as for `gunicorn wsgi:app` in the README
+    shared = subprocess.Popen([*gunicorn, "--bind", f"127.0.0.1:{port}"],
+                              env=server_env(instance), cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert wait_healthy(port, shared)["status"] == 200
