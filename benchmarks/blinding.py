@@ -20,10 +20,10 @@ from __future__ import annotations
 import argparse
 import io
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
+from harness import scratch_dir
 from PIL import Image as PILImage
 
 from arena.infra.instance import upgrade_schema
@@ -145,7 +145,7 @@ def main() -> None:
     parser.add_argument("--evaluators", type=int, default=6)
     parser.add_argument("--sessions", type=int, default=60)
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="arena-blinding-"))
+    tmp = scratch_dir("arena-blinding-")
     app = create_app({"INSTANCE_PATH": str(tmp), "SECRET_KEY": "bench",
                       "PSEUDONYM_KEY": "bench", "RATELIMIT_ENABLED": False,
                       "VALIDATION_RATE": 0.0, "HYPE_QUALIFICATION_TRIALS": 40,

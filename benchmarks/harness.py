@@ -1,5 +1,5 @@
-"""What the benchmarks that start Arena share: the environment of a fresh instance, and a
-free port.
+"""What the benchmarks that start Arena share: the environment of a fresh instance, a
+scratch folder for it, and a free port.
 
 Imported as ``harness`` by the scripts in this folder (``python benchmarks/x.py`` puts the
 folder first on ``sys.path``).
@@ -7,8 +7,11 @@ folder first on ``sys.path``).
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
+import tempfile
 from pathlib import Path
 
 # Rate limits stay on, as in production (the limiter's own work is part of every request),
@@ -16,6 +19,18 @@ from pathlib import Path
 UNREACHED_LIMITS = {f"ARENA_{name}": "10000000/hour" for name in (
     "RATE_LIMIT_SESSIONS", "RATE_LIMIT_VOTES", "RATE_LIMIT_NETWORK_SESSIONS",
     "RATE_LIMIT_NETWORK_VOTES", "RATE_LIMIT_NEW_VOTERS")}
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A new folder under the system's temporary one, removed when the benchmark exits
+    (a run used to leave its instance behind: a database and images per run). Set
+    ``ARENA_BENCH_KEEP=1`` to keep it for a look afterwards; its path is printed then."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    if os.environ.get("ARENA_BENCH_KEEP"):
+        atexit.register(print, f"kept {path}")
+    else:
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def instance_env(instance: Path, url: str | None, settings=(), **extra: str) -> dict:

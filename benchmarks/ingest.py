@@ -46,7 +46,6 @@ import re  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
 import urllib.request  # noqa: E402
 from collections import defaultdict  # noqa: E402
@@ -54,7 +53,7 @@ from pathlib import Path  # noqa: E402
 
 import gevent  # noqa: E402
 import numpy as np  # noqa: E402
-from harness import free_port, instance_env  # noqa: E402
+from harness import free_port, instance_env, scratch_dir  # noqa: E402
 from locust import FastHttpUser, HttpUser, events  # noqa: E402
 from locust.env import Environment  # noqa: E402
 
@@ -263,7 +262,7 @@ def run(label: str, url: str | None, args) -> None:
     # (both servers with arena serve's default threads for the database, unless given)
     args = argparse.Namespace(**{**vars(args), "threads": args.threads
                                  or default_threads(url or "sqlite://")})
-    instance = Path(tempfile.mkdtemp(prefix="arena-ingest-"))
+    instance = scratch_dir("arena-ingest-")
     env = instance_env(instance, url, args.set)
     subprocess.run([str(BIN / "arena"), "demo", "--votes", "0"], env=env, cwd=ROOT,
                    check=True, capture_output=True)

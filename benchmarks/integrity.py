@@ -10,13 +10,13 @@ before (issue 9). benchmarks/blinding.py prints the blinding half of the table.
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
+from harness import scratch_dir
 from sqlalchemy import func, select
 
 from arena.infra.instance import upgrade_schema
@@ -32,7 +32,7 @@ from arena.voting import matchmaking, voters, votes
 
 
 def new_app(**config):
-    tmp = Path(tempfile.mkdtemp(prefix="arena-integrity-"))
+    tmp = scratch_dir("arena-integrity-")
     app = create_app({"INSTANCE_PATH": str(tmp), "SECRET_KEY": "bench",
                       "PSEUDONYM_KEY": "bench", **config})
     with app.app_context():
@@ -232,7 +232,7 @@ def main() -> None:
         ("gold in the timing", "sessions 50 vs 10 ms, first fetches 77 vs 1 ms",
          gold_timing(new_app(RATELIMIT_ENABLED=False, VALIDATION_RATE=0.5))),
     ]
-    tmp = Path(tempfile.mkdtemp(prefix="arena-integrity-hype-"))
+    tmp = scratch_dir("arena-integrity-hype-")
     rows.append(("HYPE-time exposure claim", "9999.5 ms accepted for a requested 500 ms",
                  hype_claim(new_app(RATELIMIT_ENABLED=False), tmp)))
     for what, before, after in rows:

@@ -15,11 +15,11 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from harness import scratch_dir
 from synthetic import fill_votes, grow_campaign
 
 from arena import create_app
@@ -87,9 +87,9 @@ def main() -> None:
     parser.add_argument("--votes", type=int, default=2_000_000)
     parser.add_argument("--postgres", help="an empty PostgreSQL database URL")
     args = parser.parse_args()
-    run("SQLite", Path(tempfile.mkdtemp(prefix="arena-rankdb-")), None, args.votes)
+    run("SQLite", scratch_dir("arena-rankdb-"), None, args.votes)
     if args.postgres:
-        run("PostgreSQL", Path(tempfile.mkdtemp(prefix="arena-rankdb-pg-")), args.postgres,
+        run("PostgreSQL", scratch_dir("arena-rankdb-pg-"), args.postgres,
             args.votes)
 
 

@@ -37,13 +37,12 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from functools import partial
 from pathlib import Path
 
-from harness import instance_env
+from harness import instance_env, scratch_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -265,7 +264,7 @@ def main() -> None:
                         help="the htmx flow with each next session in place against the "
                              "start form's redirect and page")
     args = parser.parse_args()
-    instance = Path(tempfile.mkdtemp(prefix="arena-cost-"))
+    instance = scratch_dir("arena-cost-")
     env = prepare(instance, args.postgres, args.prompts, args.set)
     if args.paired:
         paired(env, args.html, args.cycles, *args.paired)

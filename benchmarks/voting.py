@@ -13,11 +13,11 @@ import argparse
 import gzip
 import re
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from harness import scratch_dir
 from sqlalchemy import select
 from synthetic import grow_campaign
 
@@ -155,12 +155,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--postgres", help="also measure matchmaking on this empty database")
     args = parser.parse_args()
-    app = make_app(Path(tempfile.mkdtemp(prefix="arena-bench-")), None)
+    app = make_app(scratch_dir("arena-bench-"), None)
     page_weight(app.test_client())
     request_times(app, args.rounds)
     matchmaking_scale(app, "SQLite", args.rounds)
     if args.postgres:
-        pg_app = make_app(Path(tempfile.mkdtemp(prefix="arena-bench-pg-")), args.postgres)
+        pg_app = make_app(scratch_dir("arena-bench-pg-"), args.postgres)
         matchmaking_scale(pg_app, "PostgreSQL", args.rounds)
 
 
