@@ -50,6 +50,8 @@
     go.hidden = true;
     var oldFeedback = card.querySelector(".feedback");
     if (oldFeedback) oldFeedback.hidden = true;
+    var hint = card.querySelector(".stage-hint");
+    if (hint) hint.hidden = true;
     countdown.hidden = false;
     for (var n = 3; n >= 1; n--) {  // 3-2-1, 500 ms each
       countdown.textContent = String(n);

@@ -152,3 +152,34 @@ def test_hype_time_answer_offline_then_a_reload(app, live_server, browser, tmp_p
         assert [t.judged_real for t in trials] == [True, None, True]
         assert trials[1].void_reason == "repeat"
         assert {t.void_reason for t in (trials[0], trials[2])} <= {None, "page"}
+
+
+def test_hype_time_fits_a_small_phone_without_scrolling(app, live_server, browser, tmp_path):
+    """The phone audit: at 360x640 the first timed trial's instructions pushed "Show the next
+    image" below the fold. The button, and then the Real and Fake buttons, must be on the
+    first screen: scrolling mid-trial would move the image under the evaluator's eyes."""
+    import os
+
+    small = {**PHONE, "viewport": {"width": 360, "height": 640}}
+    context = browser.new_context(**small)
+    phone = context.new_page()
+    _timed_task(app, live_server, phone, tmp_path, trials=2)
+    shots = os.environ.get("ARENA_SCREENSHOT_DIR")
+    for k in range(2):
+        phone.get_by_text(f"image {k + 1} of 2").wait_for()
+        go = phone.get_by_role("button", name="Show the next image")
+        if shots:
+            phone.screenshot(path=f"{shots}/hype-time-360-{k + 1}.png")
+        box = go.bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 640, box
+        go.tap()
+        real = phone.locator(".answers:not([hidden]) button[data-judged=real]")
+        real.wait_for()
+        if shots:
+            phone.screenshot(path=f"{shots}/hype-time-360-{k + 1}-answer.png")
+        box = real.bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 640, box
+        assert phone.evaluate("window.scrollY") == 0
+        real.tap()
+    phone.get_by_role("heading", name="Thank you!").wait_for()
+    context.close()
