@@ -38,11 +38,17 @@ def test_validation_rate_one_always_includes_a_gold_pair(ctx, campaign):
 
 
 def test_least_voted_comparisons_come_first(campaign):
-    # Fill every preference comparison except three; those three must be picked.
-    keep = db.session.scalars(
-        select(Comparison.id).where(Comparison.criterion == "preference",
-                                    Comparison.is_validation.is_(False)).limit(3)
-    ).all()
+    # Fill every preference comparison except three, two of one prompt and one of the
+    # other; those three must be picked. (Three of one prompt would not all be: a session
+    # takes a pair of a prompt it does not have yet before a second pair of one it has, so
+    # this test, taking any three, failed on one run in two.)
+    regular = select(Comparison.id).where(Comparison.criterion == "preference",
+                                          Comparison.is_validation.is_(False))
+    first, second = db.session.scalars(
+        regular.with_only_columns(Comparison.prompt_id).distinct()).all()[:2]
+    keep = (db.session.scalars(regular.where(Comparison.prompt_id == first).limit(2)).all()
+            + db.session.scalars(regular.where(Comparison.prompt_id == second).limit(1)).all())
+    assert len(keep) == 3
     db.session.execute(
         update(Comparison)
         .where(Comparison.criterion == "preference", Comparison.id.not_in(keep))
