@@ -38,7 +38,7 @@ from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import end_reads, param, retry_on_lock, write_transaction
 from arena.infra.prepared import run, run_many
-from arena.models import Comparison, Task, Voter, VotingSession, utcnow
+from arena.models import Comparison, Image, Task, Voter, VotingSession, utcnow
 from arena.voting.shown import ShownSession
 from arena.voting.shown import session as shown_session
 
@@ -226,9 +226,10 @@ GOLD_SAMPLE = 256  # gold pairs drawn from, uniformly, among the least issued
 
 
 def pick_validation(voter_id: int, criterion: str, rng, pool: int = 0):
-    """A gold pair (a row of ``PICKED``) of ``criterion`` this voter has not met, uniformly
-    among those put in the fewest sessions so far (up to ``GOLD_SAMPLE`` of them): none
-    stands out by being shown more often. One statement, one row back (the database draws
+    """A gold pair of ``criterion`` this voter has not met, uniformly among those put in the
+    fewest sessions so far (up to ``GOLD_SAMPLE`` of them): none stands out by being shown
+    more often. A row of ``PICKED`` and the prompts its images were made for
+    (``image_a_id_prompt``, ``image_b_id_prompt``). One statement, one row back (the database draws
     the ``rng``'s pick among the sample; reading the whole sample to keep one was a tenth
     of a session request)."""
     return run(_validation_query(criterion), {
@@ -249,7 +250,10 @@ def _validation_query(criterion: str):
     sample = select(func.count()).select_from(
         select(gold.c.id).where(at_least).limit(GOLD_SAMPLE).subquery()).scalar_subquery()
     pick = func.coalesce(bindparam("p_pick", type_=Integer) % func.nullif(sample, 0), 0)
-    return (select(*(gold.c[column.key] for column in PICKED))
+    return (select(*(gold.c[column.key] for column in PICKED),
+                   *(select(Image.prompt_id).where(Image.id == gold.c[side])
+                     .scalar_subquery().label(f"{side}_prompt")
+                     for side in ("image_a_id", "image_b_id")))
             .where(at_least).limit(1).offset(pick))
 
 
@@ -485,9 +489,12 @@ def _pick_items(voter_id: int, criterion: str, with_gold: bool,
     NoTasksAvailable when no regular one is left."""
     size = current_app.config["TASKS_PER_SESSION"]
     validation = pick_validation(voter_id, criterion, rng, pool) if with_gold else None
+    # the regular pairs pass over the gold pair's prompt and those its images were made for
+    # (a swapped pair's wrong image, met under its own caption, would give the answer away)
+    avoid = (validation.prompt_id, validation.image_a_id_prompt,
+             validation.image_b_id_prompt) if validation else ()
     items = next_comparisons(voter_id, criterion, size - (validation is not None), rng,
-                             pool=pool, avoid_prompts=[validation.prompt_id] if validation
-                             else ())
+                             pool=pool, avoid_prompts=avoid)
     if not items:
         raise NoTasksAvailable(f"no {criterion} comparisons left for this voter")
     if validation is not None:

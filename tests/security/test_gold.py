@@ -129,7 +129,8 @@ def test_a_check_question_is_not_given_away_by_its_caption(live, ctx):
     """The phone audit spotted check questions as the second question of a session on a
     caption already met in it (15 of the 74 demo sessions with a check; 6 of 71 without).
     Now no two questions of a session share a prompt while the campaign has enough: a
-    voter who takes a repeated caption for the check never gets one to take."""
+    voter who takes a repeated caption for the check never gets one to take. The same holds
+    for the prompt of a swapped pair's wrong image (a helper's audit, stop 34)."""
     ctx.config["VALIDATION_RATE"] = 1.0
     rng = np.random.default_rng(4)
     sessions = 0
@@ -141,6 +142,11 @@ def test_a_check_question_is_not_given_away_by_its_caption(live, ctx):
                 prompts = [t.comparison.prompt_id for t in session.tasks]
                 assert len(prompts) == 3 and len(set(prompts)) == 3, prompts
                 assert sum(t.comparison.is_validation for t in session.tasks) == 1
+                # nor an image made for another question's prompt: a swapped pair's wrong
+                # image, met under its own caption, would give the check away too
+                shown = [{t.comparison.prompt_id, t.left_image.prompt_id,
+                          t.right_image.prompt_id} for t in session.tasks]
+                assert sum(map(len, shown)) == len(set().union(*shown)), shown
                 sessions += 1
                 for task in session.tasks:
                     answer(voter, task, "left")
