@@ -50,8 +50,10 @@ def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
         # and on SQLite the wait for the writer lock and its hold, p50/p99)
         for name in ("session", "read", "vote"):
             row = re.search(rf"^\s+floor {name}\s+([\d.]+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+"
-                            r"(\d+)\s+\d+\s+[\d.]+\s+[\d.]+/[\d.]+\s*$", out, re.M)
+                            r"(\d+)\s+(\d+)/(\d+)\s+[\d.]+\s+[\d.]+/[\d.]+\s*$", out, re.M)
             assert row and float(row[1]) > 0 and int(row[2]) == 0, out
             assert 0 < float(row[3]) <= float(row[4]) and int(row[5]) >= 1, out
+            # the client's p50/p99, the queueing before the app began included
+            assert int(row[6]) <= int(row[7]) and int(row[7]) > 0, out
         assert re.search(r"by round, the floor's ratio / Arena's share of it: [\d.]+/[\d.]+, "
                          r"[\d.]+/[\d.]+$", out, re.M), out
