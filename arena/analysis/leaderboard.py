@@ -367,6 +367,8 @@ def _elo_spread(rating, boot, params, rng):
     from arena.ranking import ranks
 
     def scores(r):
+        if r.shape[-1] == 0:  # no model with a vote in the selection
+            return r
         strengths = 10 ** ((r - r.max(axis=-1, keepdims=True)) / params.scale)
         return 100 * strengths / strengths.sum(axis=-1, keepdims=True)
 

@@ -266,3 +266,8 @@ def test_elo_leaves_a_model_without_votes_out_of_the_rank_sets_and_scores():
     assert sum(m.score for m in with_idle.models[:3]) == pytest.approx(100)
     assert "no votes yet for: idle" in with_idle.flags
     assert with_idle.prob_ahead == alone.prob_ahead
+    # a selection with no vote at all lists every model, unranked
+    for rounds in (0, 100):
+        empty = rank_elo(["a", "b"], [], [], rounds=rounds)
+        assert [(m.model, m.rank) for m in empty.models] == [("a", None), ("b", None)]
+        assert empty.total_votes == 0 and "no votes yet in this selection" in empty.flags
