@@ -61,6 +61,9 @@ def start(command: list[str], env: dict, log: Path, port: int) -> subprocess.Pop
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited: {log.read_text()[-2000:]}")
+        if not children(process.pid):  # (after a kill -9 of the master, an old worker
+            time.sleep(0.2)            # can answer until it has closed its socket)
+            continue
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health/live", timeout=2)
             return process
@@ -284,13 +287,16 @@ def crash(workdir: Path, label: str, url: str | None, n_voters: int, phase: floa
         measure(rows, voters, server, f"steady, {soak or phase:.0f} s", soak or phase)
         os.kill(children(server.pid)[0], signal.SIGKILL)
         measure(rows, voters, server, "kill -9 worker", phase)
+        before = voters.snapshot()
         server.send_signal(signal.SIGKILL)
         server.wait()
         restarted_at = time.monotonic()
         server = start(command, env, log, port)
         restart = time.monotonic() - restarted_at
-        measure(rows, voters, server, f"kill -9 master, restart ({restart:.1f} s to serve)",
-                phase)
+        after = voters.snapshot()  # (the window itself: refused connections until it binds)
+        rows.append((f"kill -9 master, until the restart serves ({restart:.1f} s)",
+                     after[0] - before[0], after[1] - before[1], "-"))
+        measure(rows, voters, server, "after the restart", phase)
         if restart_database:
             began = time.monotonic()
             subprocess.run(restart_database, shell=True, check=True, capture_output=True)
