@@ -10,6 +10,7 @@ tasks, so a request costs a few index probes however large the campaign grows.
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable, Collection
 from functools import cache, partial
 from typing import TypeVar
@@ -312,6 +313,7 @@ def choose_criterion(voter: Voter, rng: np.random.Generator) -> str:
 
 
 ISSUE_ATTEMPTS = 6  # picks per session when the voter's own concurrent sessions took them
+RETRY_PAUSE = 0.004  # seconds, at most, before the first pick again (times the attempt)
 
 
 def start_session(
@@ -376,7 +378,7 @@ def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None
     criterion = criterion or choose_criterion(voter, rng)
     cfg = current_app.config
     with_gold = cfg["TASKS_PER_SESSION"] > 1 and rng.random() < cfg["VALIDATION_RATE"]
-    for _ in range(ISSUE_ATTEMPTS):
+    for attempt in range(ISSUE_ATTEMPTS):
         items = _pick_items(voter_id, criterion, with_gold, rng, pool)
         issue = partial(_issue, voter_id, criterion, items, rng, utcnow() if shown else None,
                         read_back)
@@ -384,8 +386,11 @@ def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None
             return retry_on_lock(issue)
         except IntegrityError:
             # The same voter started two sessions at once and both picked one comparison;
-            # the unique (voter, comparison) constraint refused the second: pick again.
-            continue
+            # the unique (voter, comparison) constraint refused the second: pick again,
+            # after a random pause that grows, so sessions racing in step fall out of it
+            # (picking again at once met the same rival: one race test in ten ran out of
+            # attempts once a session took one pair per prompt).
+            time.sleep(float(rng.random()) * RETRY_PAUSE * (attempt + 1))
     raise NoTasksAvailable("could not issue a session, please retry")
 
 
