@@ -123,6 +123,8 @@ COMMAND_SUMMARIES = {
     "model": "Models taking part.",
     "owner": "Model owner accounts.",
     "rank": "Rank models with Bradley-Terry or Elo, with 95% intervals and rank sets.",
+    "restart": "Replace the running server with the code and settings now installed, refusing "
+               "no request.",
     "restore": "Restore a backup into a new instance (its database must be empty).",
     "routes": "Show the routes for the app.",
     "run": "Run a development server.",

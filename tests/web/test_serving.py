@@ -9,7 +9,9 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -169,3 +171,110 @@ def test_a_killed_master_can_be_restarted_with_the_readme_command(tmp_path):
         log = stop(second)
     assert "Connection in use" not in log
     assert not pid_file.exists()
+
+
+class Voters:
+    """Phone voters through the JSON API, one thread each, voting without a pause until
+    stopped: what each acknowledged and every request that failed (refused, reset, 5xx)."""
+
+    def __init__(self, port: int, count: int = 2):
+        self.port, self.running = port, True
+        self.acknowledged: list[int] = []
+        self.failures: list[str] = []
+        self.threads = [threading.Thread(target=self._vote, daemon=True) for _ in range(count)]
+
+    def __enter__(self):
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.running = False
+        for thread in self.threads:
+            thread.join(timeout=30)
+
+    def _vote(self):
+        token = None
+        while self.running:
+            try:
+                status, session = _post_json(self.port, "/api/v1/sessions",
+                                             {"criterion": "preference"}, token)
+                token = token or session["voter_token"]  # (sent to a new voter only)
+                for task in session["tasks"]:
+                    status, vote = _post_json(self.port, f"/api/v1/tasks/{task['task_id']}"
+                                              "/vote", {"choice": "left"}, token)
+                    assert status == 201 and vote["accepted"], (status, vote)
+                    self.acknowledged.append(task["task_id"])
+            except urllib.error.HTTPError as refused:
+                if refused.code != 409:  # (this voter has seen every pair: a new one)
+                    self.failures.append(f"{refused.code} {refused.read()[:200]!r}")
+                refused.close()
+                token = None
+            except (OSError, AssertionError) as failed:
+                self.failures.append(repr(failed))
+                time.sleep(0.05)
+
+
+def test_a_release_replaces_the_server_while_voters_vote(demo_instance, tmp_path):
+    """Before: a new version meant stopping the server and starting it again, and for the
+    3.0-3.5 s the new one took to import the app and bind the port every voter's request
+    was refused (benchmarks/faults.py). Now `arena restart` starts the new server beside
+    the old one on the same port and stops the old one once every new worker is ready:
+    voters voting throughout see no failure, every acknowledged vote is stored, and new
+    processes serve. A release that cannot start is caught before the old server is
+    touched: it serves on, and the command says why."""
+    port, log = free_port(), tmp_path / "server.log"
+    # (limits on, as in production, but above what these voters from one address reach)
+    env = server_env(demo_instance) | {f"ARENA_RATE_LIMIT_{name}": "1000000/hour" for name in (
+        "SESSIONS", "VOTES", "NETWORK_SESSIONS", "NETWORK_VOTES", "NEW_VOTERS")}
+    with log.open("w") as out:  # (a file: the new master writes to it after the old exits)
+        first = subprocess.Popen([ARENA, "serve", "--port", str(port), "--workers", "2"],
+                                 env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    pid_file, config = demo_instance / "arena.pid", demo_instance / "config.py"
+    new_master = None
+    try:
+        wait_healthy(port, first)
+        old_workers = _children(first.pid)
+        with Voters(port) as voters:
+            time.sleep(1.0)
+            # a release whose settings do not let `arena serve` start
+            settings = config.read_text()
+            config.write_text(settings + 'RATELIMIT_STORAGE_URI = "memory://"\n')
+            broken = subprocess.run([ARENA, "restart"], env=env, cwd=ROOT, text=True,
+                                    capture_output=True, timeout=150)
+            config.write_text(settings)
+            assert broken.returncode == 6, broken
+            assert "serves on" in broken.stderr, broken.stderr
+            assert int(pid_file.read_text()) == first.pid and first.poll() is None
+            before = len(voters.acknowledged)
+
+            done = subprocess.run([ARENA, "restart"], env=env, cwd=ROOT, text=True,
+                                  capture_output=True, timeout=150)
+            assert done.returncode == 0, done
+            first.wait(timeout=60)  # the old master stopped by itself
+            new_master = int(pid_file.read_text())
+            assert new_master != first.pid and f"pid {new_master}" in done.stdout
+            during = len(voters.acknowledged) - before
+            time.sleep(1.0)
+        assert voters.failures == [], voters.failures
+        assert during > 0 and len(voters.acknowledged) > during
+        assert all(_gone(w) for w in old_workers)
+        new_workers = _children(new_master)
+        assert len(new_workers) == 2 and not set(new_workers) & set(old_workers)
+        with sqlite3.connect(demo_instance / "arena.sqlite3") as database:
+            stored = {row[0] for row in database.execute("SELECT task_id FROM vote")}
+        assert set(voters.acknowledged) <= stored
+        assert len(stored) - len(voters.acknowledged) <= 2  # (in flight as voters stopped)
+    finally:
+        if first.poll() is None:
+            first.terminate()
+            first.wait(timeout=40)
+        if new_master is not None:
+            os.kill(new_master, signal.SIGTERM)
+            deadline = time.monotonic() + 40
+            while not _gone(new_master) and time.monotonic() < deadline:
+                time.sleep(0.1)
+    text = log.read_text()
+    assert "Traceback" not in text, text[-3000:]
+    assert not pid_file.exists() and not list(demo_instance.glob("arena.pid.*")), \
+        list(demo_instance.iterdir())
