@@ -13,8 +13,10 @@ idle connections), the health check's median time over 5 tries (5 s timeout).
 ``--postgres``), ``--voters`` threads voting through the JSON API without pause. Phases of
 ``--phase`` seconds: steady (``--soak`` seconds when given: worker memory at its start and
 end); after kill -9 of the worker (the master starts another); after
-kill -9 of the master and a restart with the README's command; on PostgreSQL, after
-``--restart-postgres`` restarts the database. Per phase: votes
+kill -9 of the master and a restart with the README's command; after a new release rolled
+out with ``arena restart`` (the window itself is a row: requests refused or failed while
+the new server replaced the old); on PostgreSQL, after ``--restart-postgres`` restarts the
+database. Per phase: votes
 acknowledged, request errors, the worker's memory; at the end, votes acknowledged against
 votes stored (an acknowledged vote missing is a lost vote; a stored vote nobody heard back
 about was in flight at a kill), and the online Elo against ``arena elo replay``.
@@ -238,8 +240,7 @@ def check_database(env: dict, acknowledged: set[int]) -> dict:
             "elo_max_diff": max(abs(online[k][0] - replayed[k][0]) for k in online)}
 
 
-def measure(rows: list, voters: Voters, server: subprocess.Popen, name: str,
-            seconds: float) -> None:
+def measure(rows: list, voters: Voters, master: int, name: str, seconds: float) -> None:
     """One phase: votes acknowledged, request errors and the worker's memory (its first and
     last tenth: flat memory means no leak)."""
     before = voters.snapshot()
@@ -247,7 +248,7 @@ def measure(rows: list, voters: Voters, server: subprocess.Popen, name: str,
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         time.sleep(1)
-        memory += [rss_mb(w) for w in children(server.pid)]
+        memory += [rss_mb(w) for w in children(master)]
     after = voters.snapshot()
     tenth = max(len(memory) // 10, 1)
     drift = (f"; {statistics.median(memory[:tenth]):.0f} -> "
@@ -282,11 +283,11 @@ def crash(workdir: Path, label: str, url: str | None, n_voters: int, phase: floa
     server = start(command, env, log, port)
     voters = Voters(port, n_voters)
     voters.start()
-    rows = []
+    rows, master = [], None
     try:
-        measure(rows, voters, server, f"steady, {soak or phase:.0f} s", soak or phase)
+        measure(rows, voters, server.pid, f"steady, {soak or phase:.0f} s", soak or phase)
         os.kill(children(server.pid)[0], signal.SIGKILL)
-        measure(rows, voters, server, "kill -9 worker", phase)
+        measure(rows, voters, server.pid, "kill -9 worker", phase)
         before = voters.snapshot()
         server.send_signal(signal.SIGKILL)
         server.wait()
@@ -296,17 +297,44 @@ def crash(workdir: Path, label: str, url: str | None, n_voters: int, phase: floa
         after = voters.snapshot()  # (the window itself: refused connections until it binds)
         rows.append((f"kill -9 master, until the restart serves ({restart:.1f} s)",
                      after[0] - before[0], after[1] - before[1], "-"))
-        measure(rows, voters, server, "after the restart", phase)
+        measure(rows, voters, server.pid, "after the restart", phase)
+        master = release(rows, voters, env, instance)
+        measure(rows, voters, master, "after `arena restart`", phase)
         if restart_database:
             began = time.monotonic()
             subprocess.run(restart_database, shell=True, check=True, capture_output=True)
-            measure(rows, voters, server,
+            measure(rows, voters, master,
                     f"database restarted ({time.monotonic() - began:.1f} s)", phase)
     finally:
         voters.stop()
         stop(server)
+        if master is not None:
+            stop_master(master)
     report(f"{label}: {n_voters} voters through the JSON API, phases of {phase:.0f} s",
            rows, voters, env)
+
+
+def release(rows: list, voters: Voters, env: dict, instance: Path) -> int:
+    """A new release under load, as the README says to roll one out: `arena restart` (the
+    new server started beside the running one on its port, the old one stopped once the
+    new workers are ready). Adds its row; returns the new master's pid."""
+    before = voters.snapshot()
+    began = time.monotonic()
+    subprocess.run([str(BIN / "arena"), "restart"], env=env, cwd=ROOT, check=True,
+                   capture_output=True, timeout=300)
+    took = time.monotonic() - began
+    after = voters.snapshot()
+    rows.append((f"`arena restart`, a new release ({took:.1f} s until the old server "
+                 "stopped)", after[0] - before[0], after[1] - before[1], "-"))
+    return int((instance / "arena.pid").read_text())
+
+
+def stop_master(pid: int) -> None:
+    """Stop a server that is not this script's child (one `arena restart` started)."""
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.2)
 
 
 def disk_full(workdir: Path, n_voters: int, phase: float) -> None:
@@ -328,7 +356,7 @@ def disk_full(workdir: Path, n_voters: int, phase: float) -> None:
         rows = []
         filler = mount / "filler"
         try:
-            measure(rows, voters, server, "steady", phase)
+            measure(rows, voters, server.pid, "steady", phase)
             with filler.open("wb") as f:
                 try:
                     while True:
@@ -343,9 +371,9 @@ def disk_full(workdir: Path, n_voters: int, phase: float) -> None:
                 readiness = "200 (ready)"
             except urllib.error.HTTPError as error:
                 readiness = f"{error.code} {error.read()[:80]!r}"
-            measure(rows, voters, server, f"disk full (readiness: {readiness})", phase)
+            measure(rows, voters, server.pid, f"disk full (readiness: {readiness})", phase)
             filler.unlink()
-            measure(rows, voters, server, "space freed", phase)
+            measure(rows, voters, server.pid, "space freed", phase)
         finally:
             voters.stop()
             stop(server)
