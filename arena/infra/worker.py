@@ -45,6 +45,9 @@ STALL_TIMEOUT = 10.0
 BUFFERED_BODY = 64 * 1024
 # a request head longer than this is handed over as it is, for the parser to refuse
 HEAD_LIMIT = 64 * 1024
+# while the worker stops, a connection that has sent nothing for this long is closed; a
+# kept-alive one whose next request is arriving, or one accepted just before, gets it
+STOP_GRACE = 1.0
 
 _END_OF_HEAD = b"\r\n\r\n"
 _CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*(\d{1,18})[ \t]*\r\n", re.IGNORECASE)
@@ -74,7 +77,7 @@ class BufferedConn(TConn):
     def __init__(self, cfg, sock, client, server):
         super().__init__(cfg, sock, client, server)
         self.received = bytearray()
-        self.deadline = 0.0
+        self.deadline = self.since = 0.0
 
     def init(self):
         super().init()
@@ -141,9 +144,14 @@ class BufferingWorker(ThreadWorker):
 
     def _read(self, conn: BufferedConn) -> None:
         conn.sock.setblocking(False)
-        conn.deadline = time.monotonic() + READ_TIMEOUT
+        conn.since = time.monotonic()
+        conn.deadline = conn.since + READ_TIMEOUT
         self.reading[conn] = None
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_bytes, conn))
+        # what has arrived is read now, not at the loop's next turn: a stopping worker
+        # would close a kept-alive connection whose next request sat unread (a client
+        # saw "connection reset" at every release)
+        self._on_bytes(conn, conn.sock)
 
     def _on_bytes(self, conn: BufferedConn, sock) -> None:
         try:
@@ -174,8 +182,8 @@ class BufferingWorker(ThreadWorker):
         arrive in time, and those that sent nothing once the worker is stopping."""
         super().murder_pending()
         now = time.monotonic()
-        for conn in [c for c in self.reading
-                     if c.deadline <= now or not (self.alive or c.received)]:
+        for conn in [c for c in self.reading if c.deadline <= now or not (
+                self.alive or c.received or now - c.since < STOP_GRACE)]:
             self._drop(conn)  # late, or idle while the worker stops
 
 
