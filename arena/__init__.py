@@ -26,13 +26,19 @@ def _resource_dir(name: str) -> str:
     return str(inside if inside.is_dir() else PACKAGE_DIR.parent / name)
 
 
+def instance_folder(config: dict | None = None) -> str:
+    """The instance folder: ``INSTANCE_PATH`` in ``config``, else ``ARENA_INSTANCE_PATH``,
+    else Flask's default for this package (``instance/`` beside it in a checkout)."""
+    instance_path = (config or {}).get("INSTANCE_PATH") or os.environ.get("ARENA_INSTANCE_PATH")
+    return str(Path(instance_path).resolve()) if instance_path else Flask(__name__).instance_path
+
+
 def create_app(config: dict | None = None) -> Flask:
     """Build the application. ``config`` overrides every other source (tests use it)."""
-    instance_path = (config or {}).get("INSTANCE_PATH") or os.environ.get("ARENA_INSTANCE_PATH")
     app = Flask(
         __name__,
         instance_relative_config=True,
-        instance_path=str(Path(instance_path).resolve()) if instance_path else None,
+        instance_path=instance_folder(config),
         template_folder=_resource_dir("templates"),
         static_folder=_resource_dir("static"),
     )

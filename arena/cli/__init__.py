@@ -91,9 +91,9 @@ class MigrationCommands(click.Group):
 
 
 def register(app: Flask) -> None:
-    from arena.cli import accounts, analysis, campaigns, catalog, hype, server
+    from arena.cli import accounts, analysis, campaigns, catalog, hype, restart, server
 
-    for module in (server, catalog, accounts, campaigns, analysis, hype):
+    for module in (server, restart, catalog, accounts, campaigns, analysis, hype):
         for command in module.COMMANDS:
             _wrap(command)
             app.cli.add_command(command)
@@ -150,3 +150,16 @@ class ArenaGroup(FlaskGroup):
 
 
 main = ArenaGroup(create_app=_make_app, help="Arena: human evaluation of image models.")
+
+
+def _add_commands_without_the_app() -> None:
+    """Commands that must run even when the app cannot be built (``arena restart`` refuses
+    such a release): on the group itself, which Flask looks in before building the app."""
+    from arena.cli.restart import COMMANDS
+
+    for command in COMMANDS:
+        _wrap(command)
+        main.add_command(command)
+
+
+_add_commands_without_the_app()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 from flask import current_app
-from flask.cli import ScriptInfo, with_appcontext
+from flask.cli import with_appcontext
 
 from arena.infra.instance import upgrade_database
 
@@ -105,30 +105,15 @@ def serve_command(host, port, workers, threads, pid_file):
         def load(self):
             return wsgi_app()
 
+        def run(self):  # (BaseApplication.run, with the hand-over's arbiter)
+            try:
+                restart.HandOverArbiter(self).run()
+            except RuntimeError as error:
+                raise SystemExit(f"\nError: {error}\n") from None
+
     click.echo(f"Arena is running at http://{host}:{port} with {workers} worker(s) x "
                f"{threads} threads  (Ctrl+C to stop)")
     Server().run()
-
-
-@click.command("restart")
-@click.option("--pid", "pid_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="The running server's pid file (default: INSTANCE/arena.pid, as "
-              "`arena serve` writes it).")
-@click.option("--timeout", type=click.FloatRange(1, 3600), default=120, show_default=True,
-              help="Seconds the new server may take to have its workers ready.")
-def restart_command(pid_file, timeout):
-    """Replace the running server with the code and settings now installed, refusing no
-    request. The new server starts beside it on the same port (upgrading the schema); the
-    old one stops once every new worker is ready, finishing its requests under way. If the
-    new one cannot start, the old one serves on and this says why."""
-    from arena.infra import restart
-
-    if pid_file is None:
-        pid_file = Path(click.get_current_context().ensure_object(ScriptInfo).load_app()
-                        .instance_path) / "arena.pid"
-    done = restart.replace(pid_file, timeout, progress=click.echo)
-    click.echo(f"The server now runs as pid {done.new_pid} ({done.workers} worker(s)); the "
-               f"old one (pid {done.old_pid}) has stopped. {done.seconds:.1f} s in all.")
 
 
 def default_workers(shared_limits: bool, cpus: int | None = None) -> int:
@@ -205,5 +190,4 @@ def _counted(summary) -> str:
             f"{summary.images:,} image files")
 
 
-COMMANDS = (demo_command, serve_command, restart_command, backup_command,
-            restore_command)
+COMMANDS = (demo_command, serve_command, backup_command, restore_command)

@@ -1,29 +1,36 @@
-"""A running server replaced by one on the code and settings now installed, on the same
-port, without a request refused: ``arena restart``.
+"""A running server replaced by one on the code and ``instance/config.py`` now installed,
+on the same port, without a request refused: ``arena restart``.
 
 Stopping the server and starting it again leaves the port closed while the new one imports
-the app and checks the schema: 3.0-3.5 s in which every voter's request is refused
+the app and checks the schema: 1.2-3.5 s in which every voter's request is refused
 (benchmarks/faults.py). Instead gunicorn's own hand-over is used: SIGUSR2 makes the running
-master start a new one (the same ``arena serve`` command line, executed afresh, so it
-loads the new code and upgrades the schema) that inherits the listening socket, both serve
-at once while the new workers start, and only when every new worker has loaded the app is
-the old master stopped gracefully (its requests under way are finished). A new version that
-does not start (a bad setting, a module that fails to import) is caught before the old
-server is touched: it keeps serving, and the command says so.
+master start a new one (its ``arena serve`` command line, executed afresh with the
+environment it was started with, so it loads the new code and settings and upgrades the
+schema) that inherits the listening socket; both serve at once while the new workers
+start, and only when every new worker has loaded the app is the old master stopped
+gracefully (its requests under way are finished). A new version that does not start (a
+bad setting, a module that fails to import) is caught before the old server is touched:
+it keeps serving, and the command says so.
 
-The new master writes its pid beside the pid file before it executes (:func:`mark_starting`),
-and its workers say they are ready by appending their process ids to a file named after
-their master (:func:`mark_ready`), which the master removes when it exits.
+Bookkeeping beside the pid file: the process about to become the new master writes its pid
+to ``<pid file>.next`` (:func:`mark_starting`); each worker, once it has loaded the app,
+appends its pid to ``<pid file>.ready-<its master's pid>`` (:func:`mark_ready`), which the
+master removes as it exits. That file is also how a process named by the pid file is known
+to be an Arena server before it is signalled. ``<pid file>.lock`` keeps two restarts apart.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from gunicorn.arbiter import Arbiter
 
 from arena.errors import NotFound, Unavailable
 
@@ -32,6 +39,8 @@ POLL_SECONDS = 0.1
 FORK_SECONDS = 10.0
 # gunicorn's graceful timeout (30 s) for the old server's requests under way, and a margin
 STOP_SECONDS = 40.0
+# the new master takes over the pid file at its next wake-up after its parent's exit
+PROMOTE_SECONDS = 10.0
 
 
 class ServerNotRunning(NotFound):
@@ -50,6 +59,18 @@ class Replaced:
     seconds: float  # from the signal to the new server serving alone
 
 
+class HandOverArbiter(Arbiter):
+    """gunicorn's master, except in taking the pid file over from its parent: a new master
+    whose parent died during the hand-over (kill -9) found the parent's pid still in the
+    file and, the parent not yet reaped by its own parent, took it for a running server and
+    stopped, leaving nothing to serve (the audit of `arena restart`, four times in four)."""
+
+    def maybe_promote_master(self):
+        if self.master_pid and self.master_pid != os.getppid() and self.cfg.pidfile:
+            _release_pid_file(Path(self.cfg.pidfile), self.master_pid)
+        super().maybe_promote_master()
+
+
 def ready_file(pid_file: Path, master_pid: int) -> Path:
     return pid_file.with_name(f"{pid_file.name}.ready-{master_pid}")
 
@@ -60,7 +81,9 @@ def next_file(pid_file: Path) -> Path:
 
 def mark_starting(pid_file: Path) -> None:
     """Called in the process that is about to become the new master (gunicorn's
-    ``pre_exec``, after the fork, before the exec: its pid is the new master's)."""
+    ``pre_exec``, after the fork, before the exec: its pid is the new master's). A ready
+    file left under this pid by a dead master of the past is removed first."""
+    ready_file(pid_file, os.getpid()).unlink(missing_ok=True)
     next_file(pid_file).write_text(f"{os.getpid()}\n")
 
 
@@ -79,37 +102,61 @@ def clear_ready(pid_file: Path, master_pid: int) -> None:
 def replace(pid_file: Path, timeout: float = 120.0,
             progress: Callable[[str], None] = lambda _message: None) -> Replaced:
     """Replace the server whose master's pid is in ``pid_file`` (see the module's text).
+    Interrupted (KeyboardInterrupt) before the old server is told to stop, the new one is
+    stopped and the old one serves on (ReplacementFailed); after, the interruption
+    propagates and the hand-over completes by itself.
 
     Raises
     ------
     ServerNotRunning
-        If no server's pid is in ``pid_file``, or that process is gone.
+        If ``pid_file`` names no running Arena server.
     ReplacementFailed
-        If a replacement is already under way, if the new server stopped before its
-        workers were ready, or if it was not ready in ``timeout`` seconds (it is stopped
-        then); the old server serves on in every case.
+        If another restart is under way, if the new server stopped before its workers were
+        ready or was not ready in ``timeout`` seconds (it is stopped then: the old server
+        serves on), or if the hand-over did not complete (the message says what serves).
     """
-    started = time.monotonic()
-    old = _running_master(pid_file)
-    progress(f"Starting a new server beside the running one (pid {old})")
-    os.kill(old, signal.SIGUSR2)
-    try:
-        new, workers = _new_server_ready(pid_file, old, timeout)
-    finally:
-        next_file(pid_file).unlink(missing_ok=True)
-    progress(f"The new server (pid {new}) has {workers} worker(s) ready; stopping the old "
-             "one once its requests under way are finished")
-    os.kill(old, signal.SIGTERM)
-    if not _wait(lambda: not _alive(old), STOP_SECONDS):
-        raise ReplacementFailed(f"the old server (pid {old}) has not stopped after "
-                                f"{STOP_SECONDS:.0f} s; both serve the port")
-    # the new master takes over the pid file within a second of its parent's exit
-    _wait(lambda: _pid_in(pid_file) == new, 5.0)
-    clear_ready(pid_file, old)  # (in case the old master could not)
-    return Replaced(old, new, workers, time.monotonic() - started)
+    with _exclusive(pid_file):
+        started = time.monotonic()
+        old = _running_master(pid_file)
+        progress(f"Starting a new server beside the running one (pid {old})")
+        try:
+            new, workers = _new_server_ready(pid_file, old, timeout)
+        finally:
+            next_file(pid_file).unlink(missing_ok=True)
+        progress(f"The new server (pid {new}) has {workers} worker(s) ready; stopping the "
+                 "old one once its requests under way are finished")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(old, signal.SIGTERM)
+        if not _wait(lambda: not _alive(old), STOP_SECONDS):
+            raise ReplacementFailed(f"the old server (pid {old}) has not stopped after "
+                                    f"{STOP_SECONDS:.0f} s; both serve the port")
+        _release_pid_file(pid_file, old)
+        _wait(lambda: _pid_in(pid_file) == new or not _alive(new), PROMOTE_SECONDS)
+        if not _alive(new):
+            raise ReplacementFailed(
+                f"the old server (pid {old}) has stopped, and so has the new one (pid {new}): "
+                "nothing serves; the server's log says why; start it with `arena serve`")
+        if _pid_in(pid_file) != new:
+            raise ReplacementFailed(f"the new server (pid {new}) serves but has not taken "
+                                    f"over {pid_file}; see the server's log")
+        clear_ready(pid_file, old)  # (in case the old master could not)
+        return Replaced(old, new, workers, time.monotonic() - started)
+
+
+@contextlib.contextmanager
+def _exclusive(pid_file: Path) -> Iterator[None]:
+    with open(pid_file.with_name(f"{pid_file.name}.lock"), "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ReplacementFailed("another `arena restart` of this server is under way"
+                                    ) from None
+        yield
 
 
 def _running_master(pid_file: Path) -> int:
+    """The pid of the Arena server named by ``pid_file``, once a hand-over an interrupted
+    restart left behind has been undone."""
     pid = _pid_in(pid_file)
     if pid is None:
         raise ServerNotRunning(f"no server is running: {pid_file} does not hold a process id "
@@ -117,49 +164,104 @@ def _running_master(pid_file: Path) -> int:
     if not _alive(pid):
         raise ServerNotRunning(f"no server is running: process {pid} of {pid_file} is gone "
                                "(start one with `arena serve`)")
-    under_way = _pid_in(next_file(pid_file))
-    if under_way is not None and _alive(under_way):
-        raise ReplacementFailed(f"a replacement is already under way (pid {under_way})")
+    if not ready_file(pid_file, pid).exists():
+        raise ServerNotRunning(
+            f"process {pid} of {pid_file} is not an Arena server this command can replace "
+            f"(no {ready_file(pid_file, pid).name} beside it: another program that took a "
+            "stale pid, or a server started before `arena restart` existed); nothing was "
+            "signalled. Stop and start the server with `arena serve` instead")
+    left = _pid_in(next_file(pid_file))
+    if left is not None and left != pid and _alive(left) and _parent_of(left) == pid:
+        # a new server an interrupted restart left serving beside the old one: stopped, and
+        # the hand-over begins afresh (the old master takes another SIGUSR2 once it has
+        # reaped it)
+        os.kill(left, signal.SIGTERM)
+        if not _wait(lambda: not _alive(left), STOP_SECONDS):
+            raise ReplacementFailed(f"a new server an earlier restart left (pid {left}) "
+                                    "does not stop; stop it by hand")
+        time.sleep(1.5)  # (the old master reaps it at its next wake-up)
     next_file(pid_file).unlink(missing_ok=True)
     return pid
 
 
 def _new_server_ready(pid_file: Path, old: int, timeout: float) -> tuple[int, int]:
-    """The new master's pid once all its workers are ready, and their number."""
+    """Signal the old master to start the new one; the new master's pid once all its
+    workers are ready, and their number."""
     deadline = time.monotonic() + timeout
     forked_by = time.monotonic() + FORK_SECONDS
     new = None
-    while True:
-        if new is None:
-            new = _pid_in(next_file(pid_file))
-            if new is None and time.monotonic() > forked_by:
-                raise ReplacementFailed(
-                    f"the running server (pid {old}) did not start a new one (its log says "
-                    "why); it serves on")
-        if new is not None:
-            if not _alive(new):
-                raise ReplacementFailed(
-                    f"the new server (pid {new}) stopped before its workers were ready (its "
-                    "output, in the running server's log, says why); the running one (pid "
-                    f"{old}) serves on")
-            ready, workers = _ready_workers(ready_file(pid_file, new))
-            if workers and ready >= workers:
-                return new, workers
-        if time.monotonic() > deadline:
+    try:
+        os.kill(old, signal.SIGUSR2)
+        while True:
+            if new is None:
+                new = _pid_in(next_file(pid_file))
+                if new is None and time.monotonic() > forked_by:
+                    raise ReplacementFailed(
+                        f"the running server (pid {old}) did not start a new one (its log "
+                        f"says why){_serves_on(pid_file, old)}")
             if new is not None:
-                os.kill(new, signal.SIGTERM)
-            raise ReplacementFailed(f"the new server was not ready in {timeout:.0f} s; it "
-                                    f"is stopped and the running one (pid {old}) serves on")
-        time.sleep(POLL_SECONDS)
+                if not _alive(new):
+                    raise ReplacementFailed(
+                        f"the new server (pid {new}) stopped before its workers were ready "
+                        f"(its output, in the running server's log, says why)"
+                        f"{_serves_on(pid_file, old)}")
+                ready, workers = _ready_workers(ready_file(pid_file, new))
+                if workers and ready >= workers:
+                    return new, workers
+            if time.monotonic() > deadline:
+                raise ReplacementFailed(f"the new server was not ready in {timeout:g} s; it "
+                                        f"is stopped{_serves_on(pid_file, old)}")
+            time.sleep(POLL_SECONDS)
+    except ReplacementFailed:
+        _stop_new(new)
+        raise
+    except KeyboardInterrupt:
+        # the old master may have forked the new one just now, or be about to: it is
+        # waited for, so that an interruption cannot leave two servers
+        if new is None:
+            _wait(lambda: _pid_in(next_file(pid_file)) is not None,
+                  max(forked_by - time.monotonic(), 0.0))
+            new = _pid_in(next_file(pid_file))
+        _stop_new(new)
+        raise ReplacementFailed(f"interrupted: the new server is stopped"
+                                f"{_serves_on(pid_file, old)}") from None
+
+
+def _stop_new(new: int | None) -> None:
+    """Stop a new server that is not to take over, and wait until it has (its workers are
+    finished gracefully; at most STOP_SECONDS)."""
+    if new is not None and _alive(new):
+        os.kill(new, signal.SIGTERM)
+        _wait(lambda: not _alive(new), STOP_SECONDS)
+
+
+def _serves_on(pid_file: Path, old: int) -> str:
+    """The end of a failure's message: what serves now."""
+    if _alive(old):
+        return f"; the running one (pid {old}) serves on"
+    _release_pid_file(pid_file, old)
+    return (f"; the old server (pid {old}) has stopped meanwhile: nothing serves, start it "
+            "with `arena serve`")
+
+
+def _release_pid_file(pid_file: Path, old: int) -> None:
+    """Remove ``pid_file`` if it still names the old master, which is gone: one killed
+    before it could (kill -9) may not have been reaped yet, and gunicorn, taking such a
+    zombie for a live server, would refuse to let the new master take the file over."""
+    if _pid_in(pid_file) == old and not _alive(old):
+        pid_file.unlink(missing_ok=True)
 
 
 def _ready_workers(path: Path) -> tuple[int, int]:
+    """How many of the workers that said they were ready still run, and how many the
+    master runs."""
     try:
         lines = path.read_text().split("\n")
     except FileNotFoundError:
         return 0, 0
-    rows = [line.split() for line in lines if line.strip()]
-    return len({pid for pid, _ in rows}), max((int(n) for _, n in rows), default=0)
+    rows = [line.split() for line in lines if len(line.split()) == 2]
+    alive = {int(pid) for pid, _ in rows if _alive(int(pid))}
+    return len(alive), max((int(n) for _, n in rows), default=0)
 
 
 def _pid_in(path: Path) -> int | None:
@@ -179,11 +281,22 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
+    state = _stat(pid)
+    return state is None or state[0] != "Z"
+
+
+def _parent_of(pid: int) -> int | None:
+    state = _stat(pid)
+    return int(state[1]) if state else None
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state, parent, ...), or None
+    without /proc."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # (no /proc: trust the signal)
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
 
 
 def _wait(condition: Callable[[], bool], seconds: float) -> bool:
