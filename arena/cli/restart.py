@@ -31,14 +31,11 @@ def restart_command(pid_file, timeout):
 
     pid_file = pid_file or Path(instance_folder()) / "arena.pid"
     # a dropped terminal must not leave two servers: the command carries on; Ctrl+C or a
-    # TERM before the old server is told to stop stops the new one instead
+    # TERM ends it with what serves said (before the old server is told to stop, the new
+    # one is stopped)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        done = restart.replace(pid_file, timeout, progress=click.echo)
-    except KeyboardInterrupt:  # (once the old server had been told to stop)
-        raise click.ClickException("interrupted as the old server was stopping: the new one "
-                                   f"takes over by itself (its pid in {pid_file})") from None
+    done = restart.replace(pid_file, timeout, progress=click.echo)
     click.echo(f"The server now runs as pid {done.new_pid} ({done.workers} worker(s)); the "
                f"old one (pid {done.old_pid}) has stopped. {done.seconds:.1f} s in all.")
 

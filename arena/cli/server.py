@@ -100,6 +100,7 @@ def serve_command(host, port, workers, threads, pid_file):
             self.cfg.set("pre_exec", lambda _server: restart.mark_starting(pid_file))
             self.cfg.set("post_worker_init", lambda worker: restart.mark_ready(
                 pid_file, worker.ppid, worker.pid, worker.cfg.workers))
+            self.cfg.set("on_starting", lambda _server: restart.starting(pid_file))
             self.cfg.set("on_exit", lambda server: restart.clear_ready(pid_file, server.pid))
 
         def load(self):

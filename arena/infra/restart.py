@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import signal
 import time
@@ -41,6 +42,8 @@ FORK_SECONDS = 10.0
 STOP_SECONDS = 40.0
 # the new master takes over the pid file at its next wake-up after its parent's exit
 PROMOTE_SECONDS = 10.0
+
+log = logging.getLogger(__name__)
 
 
 class ServerNotRunning(NotFound):
@@ -82,29 +85,52 @@ def next_file(pid_file: Path) -> Path:
 def mark_starting(pid_file: Path) -> None:
     """Called in the process that is about to become the new master (gunicorn's
     ``pre_exec``, after the fork, before the exec: its pid is the new master's). A ready
-    file left under this pid by a dead master of the past is removed first."""
-    ready_file(pid_file, os.getpid()).unlink(missing_ok=True)
-    next_file(pid_file).write_text(f"{os.getpid()}\n")
+    file left under this pid by a dead master of the past is removed first. If the pid
+    cannot be written (a full disk), the fork ends here: gunicorn's own handling of a
+    failed fork would stop the running server's workers and remove its pid file."""
+    try:
+        ready_file(pid_file, os.getpid()).unlink(missing_ok=True)
+        next_file(pid_file).write_text(f"{os.getpid()}\n")
+    except OSError as error:
+        log.error("arena restart: cannot write %s (%s); no new server", next_file(pid_file),
+                  error)
+        os._exit(1)
 
 
 def mark_ready(pid_file: Path, master_pid: int, worker_pid: int, workers: int) -> None:
     """Called in each worker once it has loaded the app (gunicorn's ``post_worker_init``):
-    one line per worker, appended (a write this short is atomic)."""
-    with ready_file(pid_file, master_pid).open("a") as out:
-        out.write(f"{worker_pid} {workers}\n")
+    one line per worker, appended (a write this short is atomic). A failure is logged, not
+    raised: gunicorn would take it for a worker that cannot boot and stop the server."""
+    try:
+        with ready_file(pid_file, master_pid).open("a") as out:
+            out.write(f"{worker_pid} {workers}\n")
+    except OSError as error:
+        log.warning("arena restart: cannot mark worker %s ready (%s)", worker_pid, error)
+
+
+def starting(pid_file: Path) -> None:
+    """Called in a master as it starts (gunicorn's ``on_starting``): the ready files of
+    masters that are gone (killed, or before a reboot) are removed, so that none can vouch
+    for a process that later took the same pid."""
+    for path in pid_file.parent.glob(f"{pid_file.name}.ready-*"):
+        pid = path.name.rsplit("-", 1)[1]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 def clear_ready(pid_file: Path, master_pid: int) -> None:
     """Called in the master as it exits (gunicorn's ``on_exit``)."""
-    ready_file(pid_file, master_pid).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        ready_file(pid_file, master_pid).unlink(missing_ok=True)
 
 
 def replace(pid_file: Path, timeout: float = 120.0,
             progress: Callable[[str], None] = lambda _message: None) -> Replaced:
     """Replace the server whose master's pid is in ``pid_file`` (see the module's text).
-    Interrupted (KeyboardInterrupt) before the old server is told to stop, the new one is
-    stopped and the old one serves on (ReplacementFailed); after, the interruption
-    propagates and the hand-over completes by itself.
+    An interruption (KeyboardInterrupt) ends it with a ReplacementFailed that says what
+    serves: before the old server is told to stop, the new one is stopped and the old one
+    serves on; after, the hand-over completes by itself.
 
     Raises
     ------
@@ -113,34 +139,59 @@ def replace(pid_file: Path, timeout: float = 120.0,
     ReplacementFailed
         If another restart is under way, if the new server stopped before its workers were
         ready or was not ready in ``timeout`` seconds (it is stopped then: the old server
-        serves on), or if the hand-over did not complete (the message says what serves).
+        serves on), if the hand-over did not complete (the message says what serves), or
+        if it was interrupted.
     """
+    if not pid_file.parent.is_dir():
+        raise ServerNotRunning(f"no server is running: there is no folder {pid_file.parent}")
     with _exclusive(pid_file):
-        started = time.monotonic()
-        old = _running_master(pid_file)
-        progress(f"Starting a new server beside the running one (pid {old})")
         try:
-            new, workers = _new_server_ready(pid_file, old, timeout)
+            old = _running_master(pid_file)
+        except KeyboardInterrupt:
+            raise ReplacementFailed("interrupted before a new server was started") from None
+        started = time.monotonic()
+        _say(progress, f"Starting a new server beside the running one (pid {old})")
+        new, workers = _new_server_ready(pid_file, old, timeout)
+        try:
+            os.kill(old, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
         finally:
             next_file(pid_file).unlink(missing_ok=True)
-        progress(f"The new server (pid {new}) has {workers} worker(s) ready; stopping the "
-                 "old one once its requests under way are finished")
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(old, signal.SIGTERM)
-        if not _wait(lambda: not _alive(old), STOP_SECONDS):
-            raise ReplacementFailed(f"the old server (pid {old}) has not stopped after "
-                                    f"{STOP_SECONDS:.0f} s; both serve the port")
-        _release_pid_file(pid_file, old)
-        _wait(lambda: _pid_in(pid_file) == new or not _alive(new), PROMOTE_SECONDS)
-        if not _alive(new):
-            raise ReplacementFailed(
-                f"the old server (pid {old}) has stopped, and so has the new one (pid {new}): "
-                "nothing serves; the server's log says why; start it with `arena serve`")
-        if _pid_in(pid_file) != new:
-            raise ReplacementFailed(f"the new server (pid {new}) serves but has not taken "
-                                    f"over {pid_file}; see the server's log")
-        clear_ready(pid_file, old)  # (in case the old master could not)
-        return Replaced(old, new, workers, time.monotonic() - started)
+        try:
+            _say(progress, f"The new server (pid {new}) has {workers} worker(s) ready; the "
+                           "old one stops once its requests under way are finished")
+            return _handed_over(pid_file, old, new, workers, started)
+        except KeyboardInterrupt:
+            raise ReplacementFailed(f"interrupted as the old server (pid {old}) was stopping: "
+                                    f"the new one (pid {new}) takes over by itself") from None
+
+
+def _handed_over(pid_file: Path, old: int, new: int, workers: int,
+                 started: float) -> Replaced:
+    """Once the old master has been told to stop: it has, and the new one has taken over
+    the pid file (HandOverArbiter)."""
+    if not _wait(lambda: not _alive(old), STOP_SECONDS):
+        raise ReplacementFailed(f"the old server (pid {old}) has not stopped after "
+                                f"{STOP_SECONDS:.0f} s (its log says why); the new one (pid "
+                                f"{new}) serves")
+    _wait(lambda: _pid_in(pid_file) == new or not _alive(new), PROMOTE_SECONDS)
+    if not _alive(new):
+        raise ReplacementFailed(
+            f"the old server (pid {old}) has stopped, and so has the new one (pid {new}): "
+            "nothing serves; the server's log says why; start it with `arena serve`")
+    if _pid_in(pid_file) != new:
+        raise ReplacementFailed(f"the new server (pid {new}) serves but has not taken "
+                                f"over {pid_file}; see the server's log")
+    clear_ready(pid_file, old)  # (in case the old master could not)
+    return Replaced(old, new, workers, time.monotonic() - started)
+
+
+def _say(progress: Callable[[str], None], message: str) -> None:
+    """Progress that cannot stop a hand-over half-way (a dropped terminal raises EIO, a
+    closed pipe EPIPE)."""
+    with contextlib.suppress(OSError):
+        progress(message)
 
 
 @contextlib.contextmanager
@@ -164,29 +215,29 @@ def _running_master(pid_file: Path) -> int:
     if not _alive(pid):
         raise ServerNotRunning(f"no server is running: process {pid} of {pid_file} is gone "
                                "(start one with `arena serve`)")
-    if not ready_file(pid_file, pid).exists():
+    if not (ready_file(pid_file, pid).exists() and _serves_arena(pid)):
         raise ServerNotRunning(
             f"process {pid} of {pid_file} is not an Arena server this command can replace "
-            f"(no {ready_file(pid_file, pid).name} beside it: another program that took a "
-            "stale pid, or a server started before `arena restart` existed); nothing was "
-            "signalled. Stop and start the server with `arena serve` instead")
+            f"(not `arena serve`, or no {ready_file(pid_file, pid).name} beside it: another "
+            "program that took a stale pid, or a server started before `arena restart` "
+            "existed); nothing was signalled. Stop and start the server with `arena serve`")
     left = _pid_in(next_file(pid_file))
     if left is not None and left != pid and _alive(left) and _parent_of(left) == pid:
         # a new server an interrupted restart left serving beside the old one: stopped, and
-        # the hand-over begins afresh (the old master takes another SIGUSR2 once it has
-        # reaped it)
-        os.kill(left, signal.SIGTERM)
-        if not _wait(lambda: not _alive(left), STOP_SECONDS):
+        # the hand-over begins afresh once the old master has reaped it (it takes no
+        # second SIGUSR2 before)
+        if not _stop(left):
             raise ReplacementFailed(f"a new server an earlier restart left (pid {left}) "
                                     "does not stop; stop it by hand")
-        time.sleep(1.5)  # (the old master reaps it at its next wake-up)
+        _wait(lambda: not Path(f"/proc/{left}").exists(), 5.0)
     next_file(pid_file).unlink(missing_ok=True)
     return pid
 
 
 def _new_server_ready(pid_file: Path, old: int, timeout: float) -> tuple[int, int]:
     """Signal the old master to start the new one; the new master's pid once all its
-    workers are ready, and their number."""
+    workers are ready, and their number. On a failure or an interruption the new server
+    is stopped (signals held meanwhile, so a second Ctrl+C cannot leave it running)."""
     deadline = time.monotonic() + timeout
     forked_by = time.monotonic() + FORK_SECONDS
     new = None
@@ -196,43 +247,72 @@ def _new_server_ready(pid_file: Path, old: int, timeout: float) -> tuple[int, in
             if new is None:
                 new = _pid_in(next_file(pid_file))
                 if new is None and time.monotonic() > forked_by:
-                    raise ReplacementFailed(
-                        f"the running server (pid {old}) did not start a new one (its log "
-                        f"says why){_serves_on(pid_file, old)}")
+                    raise ReplacementFailed(f"the running server (pid {old}) did not start "
+                                            "a new one (its log says why)")
             if new is not None:
                 if not _alive(new):
                     raise ReplacementFailed(
                         f"the new server (pid {new}) stopped before its workers were ready "
-                        f"(its output, in the running server's log, says why)"
-                        f"{_serves_on(pid_file, old)}")
+                        "(its output, in the running server's log, says why)")
                 ready, workers = _ready_workers(ready_file(pid_file, new))
                 if workers and ready >= workers:
                     return new, workers
             if time.monotonic() > deadline:
-                raise ReplacementFailed(f"the new server was not ready in {timeout:g} s; it "
-                                        f"is stopped{_serves_on(pid_file, old)}")
+                raise ReplacementFailed(f"the new server was not ready in {timeout:g} s")
             time.sleep(POLL_SECONDS)
-    except ReplacementFailed:
-        _stop_new(new)
-        raise
+    except ReplacementFailed as failed:
+        with _signals_held():
+            stopped = _abandon(pid_file, new, forked_by)
+        raise ReplacementFailed(failed.message + stopped + _serves_on(pid_file, old)
+                                ) from None
     except KeyboardInterrupt:
-        # the old master may have forked the new one just now, or be about to: it is
-        # waited for, so that an interruption cannot leave two servers
+        with _signals_held():
+            stopped = _abandon(pid_file, new, forked_by)
+        raise ReplacementFailed(f"interrupted{stopped}{_serves_on(pid_file, old)}") from None
+
+
+def _abandon(pid_file: Path, new: int | None, forked_by: float) -> str:
+    """Stop the new server, waiting for its fork if it has not shown yet (the old master
+    forks at its next wake-up); what became of it, for the message."""
+    if new is None:
+        _wait(lambda: _pid_in(next_file(pid_file)) is not None,
+              max(forked_by - time.monotonic(), 0.0))
+        new = _pid_in(next_file(pid_file))
+    try:
         if new is None:
-            _wait(lambda: _pid_in(next_file(pid_file)) is not None,
-                  max(forked_by - time.monotonic(), 0.0))
-            new = _pid_in(next_file(pid_file))
-        _stop_new(new)
-        raise ReplacementFailed(f"interrupted: the new server is stopped"
-                                f"{_serves_on(pid_file, old)}") from None
+            return "; no new server runs"
+        if _stop(new):
+            return f"; the new one (pid {new}) is stopped"
+        return f"; the new one (pid {new}) did not stop: stop it by hand"
+    finally:
+        next_file(pid_file).unlink(missing_ok=True)
 
 
-def _stop_new(new: int | None) -> None:
-    """Stop a new server that is not to take over, and wait until it has (its workers are
-    finished gracefully; at most STOP_SECONDS)."""
-    if new is not None and _alive(new):
-        os.kill(new, signal.SIGTERM)
-        _wait(lambda: not _alive(new), STOP_SECONDS)
+def _stop(pid: int) -> bool:
+    """Stop process ``pid``: TERM, again at every poll (one sent between the fork and the
+    exec is lost), KILL after STOP_SECONDS. Whether it has stopped."""
+    def gone() -> bool:
+        with contextlib.suppress(ProcessLookupError):
+            if _alive(pid):
+                os.kill(pid, signal.SIGTERM)
+                return False
+        return True
+
+    if _wait(gone, STOP_SECONDS):
+        return True
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    return _wait(lambda: not _alive(pid), 5.0)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _serves_on(pid_file: Path, old: int) -> str:
@@ -250,6 +330,18 @@ def _release_pid_file(pid_file: Path, old: int) -> None:
     zombie for a live server, would refuse to let the new master take the file over."""
     if _pid_in(pid_file) == old and not _alive(old):
         pid_file.unlink(missing_ok=True)
+
+
+def _serves_arena(pid: int) -> bool:
+    """Whether process ``pid`` runs `arena serve` (or `flask --app arena serve`), by its
+    command line (True without /proc: the ready file is the only evidence there)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return b"serve" in argv and any(b"arena" in arg for arg in argv)
 
 
 def _ready_workers(path: Path) -> tuple[int, int]:

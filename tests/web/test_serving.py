@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from arena.infra import restart
 from arena.infra.worker import BUFFERED_BODY, READ_TIMEOUT, request_is_complete
 
 from .servers import ARENA, ROOT, free_port, serve, server_env, stop, wait_healthy
@@ -131,9 +132,9 @@ def _children(pid: int) -> list[int]:
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except (ProcessLookupError, FileNotFoundError):
         return True
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
@@ -228,6 +229,10 @@ def test_a_release_replaces_the_server_while_voters_vote(demo_instance, tmp_path
     # (limits on, as in production, but above what these voters from one address reach)
     env = server_env(demo_instance) | {f"ARENA_RATE_LIMIT_{name}": "1000000/hour" for name in (
         "SESSIONS", "VOTES", "NETWORK_SESSIONS", "NETWORK_VOTES", "NEW_VOTERS")}
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # (a master killed long ago left its ready file: removed at the next start)
+    stale = demo_instance / f"arena.pid.ready-{gone.pid}"
+    stale.write_text(f"{gone.pid + 1} 2\n")
     with log.open("w") as out:  # (a file: the new master writes to it after the old exits)
         first = subprocess.Popen([ARENA, "serve", "--port", str(port), "--workers", "2"],
                                  env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
@@ -235,6 +240,7 @@ def test_a_release_replaces_the_server_while_voters_vote(demo_instance, tmp_path
     new_master = None
     try:
         wait_healthy(port, first)
+        assert not stale.exists()
         old_workers = _children(first.pid)
         with Voters(port) as voters:
             time.sleep(1.0)
@@ -261,7 +267,7 @@ def test_a_release_replaces_the_server_while_voters_vote(demo_instance, tmp_path
             during = len(voters.acknowledged) - before
             time.sleep(1.0)
         assert voters.failures == [], voters.failures
-        assert during > 0 and len(voters.acknowledged) > during
+        assert during > 0 and len(voters.acknowledged) > before + during  # (and after)
         assert all(_gone(w) for w in old_workers)
         new_workers = _children(new_master)
         assert len(new_workers) == 2 and not set(new_workers) & set(old_workers)
@@ -303,7 +309,7 @@ def test_a_kept_alive_request_is_answered_while_the_worker_stops(demo_instance):
         assert first.status == 200 and first.read()
         (worker,) = _children(server.pid)
         os.kill(worker, signal.SIGTERM)  # (the master starts another)
-        time.sleep(0.3)  # the worker has left its loop and lingers on its connections
+        time.sleep(0.8)  # the worker has left its loop and lingers (2 s) on its connections
         connection.request("GET", "/api/v1/health/live")
         second = connection.getresponse()
         assert second.status == 200 and second.read()
@@ -327,6 +333,15 @@ def test_restart_signals_no_process_that_is_not_an_arena_server(tmp_path):
                                  timeout=60)
         assert refused.returncode == 3, refused
         assert "nothing was signalled" in refused.stderr, refused.stderr
+        time.sleep(0.5)
+        assert bystander.poll() is None
+        # a server killed (kill -9, a reboot) leaves its ready file: a process that later
+        # took its pid is still not signalled (it does not run `arena serve`)
+        (tmp_path / f"arena.pid.ready-{bystander.pid}").write_text(f"{bystander.pid + 1} 1\n")
+        refused = subprocess.run([ARENA, "restart", "--pid", str(pid_file)], cwd=ROOT,
+                                 env=server_env(tmp_path), text=True, capture_output=True,
+                                 timeout=60)
+        assert refused.returncode == 3 and "nothing was signalled" in refused.stderr, refused
         time.sleep(0.5)
         assert bystander.poll() is None
         pid_file.unlink()
@@ -376,12 +391,33 @@ def test_a_restart_cut_short_leaves_one_server(demo_instance, tmp_path):
         assert _gone(new) and int(pid_file.read_text()) == first.pid
         assert _get(port, "/api/v1/health/live")[0] == 200
 
-        command, new = restart_until_the_new_server_starts()
+        # (the service in this process this time: what the command runs)
+        done = {}
+        replacing = threading.Thread(target=lambda: done.update(
+            replaced=restart.replace(pid_file)))
+        replacing.start()
+        deadline = time.monotonic() + 60
+        while not (next_file.exists() and next_file.read_text().strip()):
+            assert replacing.is_alive() and time.monotonic() < deadline
+            time.sleep(0.02)
+        new = int(next_file.read_text())
         os.kill(first.pid, signal.SIGKILL)  # (left unreaped: a zombie, as under a slow init)
-        out, _ = command.communicate(timeout=150)
-        assert command.returncode == 0 and f"pid {new}" in out, out
+        replacing.join(timeout=150)
+        assert done["replaced"].new_pid == new and done["replaced"].old_pid == first.pid
         survivor = new
         assert int(pid_file.read_text()) == new and not _gone(new)
+        assert _get(port, "/api/v1/health/live")[0] == 200
+
+        # the terminal went away (its output cannot be written): the hand-over completes
+        command = subprocess.Popen([ARENA, "restart"], env=env, cwd=ROOT,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        command.stdout.close()
+        command.wait(timeout=150)
+        deadline = time.monotonic() + 30
+        while int(pid_file.read_text()) == survivor and time.monotonic() < deadline:
+            time.sleep(0.1)
+        previous, survivor = survivor, int(pid_file.read_text())
+        assert survivor != previous and not _gone(survivor)
         assert _get(port, "/api/v1/health/live")[0] == 200
     finally:
         first.kill()
