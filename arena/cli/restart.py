@@ -24,8 +24,8 @@ def restart_command(pid_file, timeout):
     request. The new server starts beside it on the same port (upgrading the schema); the
     old one stops once every new worker is ready, finishing its requests under way. If the
     new one cannot start, the old one serves on and this says why. The new server reads
-    the code and instance/config.py afresh; its environment, port, workers and threads
-    are the running server's."""
+    the code and instance/config.py afresh; its command line and environment are the
+    running server's."""
     from arena import instance_folder
     from arena.infra import restart
 
