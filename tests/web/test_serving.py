@@ -1,7 +1,8 @@
 """The server as deployed (``arena serve``), attacked and crashed the way the operations
 audit did: half-sent requests, trickled bodies and idle connections must not hold its
 threads, and a master killed with kill -9 must not keep the port from the README's
-restart command."""
+restart command. A release through `arena restart` (the README's way) must refuse no
+voter's request, whatever goes wrong during it."""
 
 from __future__ import annotations
 
