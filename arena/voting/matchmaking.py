@@ -37,7 +37,7 @@ from sqlalchemy.orm import joinedload
 from arena.config import CRITERIA, check_criterion
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
-from arena.infra.database import end_reads, param, retry_on_lock, write_transaction
+from arena.infra.database import end_reads, fixed, param, retry_on_lock, write_transaction
 from arena.infra.prepared import run, run_many
 from arena.models import Comparison, Image, Task, Voter, VotingSession, utcnow
 from arena.voting.shown import ShownSession
@@ -66,7 +66,8 @@ class NotYourSession(Forbidden):
 
 # Matchmaking's statements are built once per criterion and kind (functools.cache) and run
 # with the voter's values as parameters: building them cost more than running them. Their
-# parameters: p_voter, p_pool, and p_floor, p_limit, p_sample, p_start, p_start2 for the pick.
+# parameters: p_voter, p_pool, and p_floor, p_start, p_start2 for the pick. Their LIMITs are
+# written into them (arena.infra.database.fixed: PostgreSQL keeps a plan for such a statement).
 _VOTER, _POOL = param("p_voter", Task.voter_id), param("p_pool", Comparison.pool)
 
 
@@ -82,10 +83,10 @@ def _candidates(criterion: str, validation: bool, walked: bool = True):
     1,000. OFFSET 0 keeps the subquery from being turned into a join.)"""
     issued = select(Task.id).where(Task.voter_id == _VOTER,
                                    Task.comparison_id == Comparison.id)
-    issued = issued.limit(1).offset(0).exists() if walked else issued.exists()
+    issued = issued.limit(fixed(1)).offset(fixed(0)).exists() if walked else issued.exists()
     query = select(Comparison).where(
         Comparison.pool == _POOL,
-        Comparison.criterion == criterion,
+        Comparison.criterion == fixed(criterion),
         Comparison.is_validation == validation,
         Comparison.paused.is_(False),
         ~issued,
@@ -110,7 +111,7 @@ SAMPLE_RUN = 12
 _KEYS = 2**31  # shuffle keys are below this (arena.models.random_key)
 
 
-def pick_statement(query, limit, start, sample, second_start):
+def pick_statement(query, limit: int, start, sample: int, second_start):
     """The ``limit`` least-served (fewest votes for their target) among two runs of
     ``sample`` rows of ``query`` in ``shuffle_key`` order, as rows of ``PICKED`` and their
     ``level``: one from ``start`` on, wrapping around to the smallest keys (so it holds all
@@ -122,36 +123,35 @@ def pick_statement(query, limit, start, sample, second_start):
     query = query.with_only_columns(*PICKED, Comparison.level, Comparison.shuffle_key, served)
 
     def run_of(condition):  # ``sample`` rows in shuffle order from a point
-        return (query.where(condition).order_by(Comparison.shuffle_key).limit(sample)
-                .subquery())
+        return (query.where(condition).order_by(Comparison.shuffle_key)
+                .limit(fixed(sample)).subquery())
 
     halves = [select(run_of(condition), literal(part).label("part"))
               for part, condition in enumerate((Comparison.shuffle_key >= start,
                                                 Comparison.shuffle_key < start))]
     wrapped = union_all(*halves).subquery()
     first = (select(*(column for column in wrapped.c if column.key != "part"))
-             .order_by(wrapped.c.part, wrapped.c.shuffle_key).limit(sample).subquery())
+             .order_by(wrapped.c.part, wrapped.c.shuffle_key).limit(fixed(sample)).subquery())
     drawn = union(select(first),
                   select(run_of(Comparison.shuffle_key >= second_start))).subquery()
     return (select(*(drawn.c[column.key] for column in PICKED), drawn.c.level)
             .order_by(drawn.c.served, drawn.c.shuffle_key < start, drawn.c.shuffle_key)
-            .limit(limit))
+            .limit(fixed(limit)))
 
 
 @cache
-def _pick_query(criterion: str, validation: bool):
-    """Up to ``p_limit`` candidates at the lowest level above ``p_floor``, the least-served
-    of ``p_sample`` drawn from ``shuffle_key`` ``p_start`` on and ``p_sample`` from
-    ``p_start2`` on (:func:`pick_statement`)."""
+def _pick_query(criterion: str, validation: bool, limit: int):
+    """Up to ``limit`` candidates at the lowest level above ``p_floor``, the least-served of
+    ``max(SAMPLE_RUN, limit)`` drawn from ``shuffle_key`` ``p_start`` on and as many from
+    ``p_start2`` on (:func:`pick_statement`). One statement per limit (a session asks for
+    two or three: its size, and its size and a run more)."""
     base = _candidates(criterion, validation)
     lowest = (base.where(Comparison.level > param("p_floor", Comparison.level))
-              .with_only_columns(Comparison.level).order_by(Comparison.level).limit(1)
+              .with_only_columns(Comparison.level).order_by(Comparison.level).limit(fixed(1))
               .cte("lowest"))
     level = select(lowest.c.level).scalar_subquery()
-    return pick_statement(base.where(Comparison.level == level),
-                          bindparam("p_limit", type_=Integer),
-                          param("p_start", Comparison.shuffle_key),
-                          bindparam("p_sample", type_=Integer),
+    return pick_statement(base.where(Comparison.level == level), limit,
+                          param("p_start", Comparison.shuffle_key), max(SAMPLE_RUN, limit),
                           param("p_start2", Comparison.shuffle_key))
 
 
@@ -171,7 +171,7 @@ def next_comparisons(
     found 21 of 145 demo sessions with a prompt twice, 15 of them with the check among the
     two). Only when too few prompts are left does one repeat, rather than a short session.
     """
-    query = _pick_query(criterion, validation)
+    query = partial(_pick_query, criterion, validation)
     chosen, passed = _draw(query, voter_id, count, rng, pool, [], set(avoid_prompts) - {None})
     if len(chosen) < count:  # too few prompts left: the rows passed over first
         taken = {row.id for row in chosen}
@@ -186,7 +186,7 @@ def next_comparisons(
 
 def _draw(query, voter_id: int, count: int, rng: np.random.Generator, pool: int,
           chosen: list, prompts: set | None) -> tuple[list, list]:
-    """``chosen`` and picks of ``query`` added up to ``count``, level by level, passing
+    """``chosen`` and picks of ``query(limit)`` added up to ``count``, level by level, passing
     over the rows of a prompt in ``prompts`` or already chosen (no such rule with None);
     and the rows passed over for their prompt, in the order they came."""
     chosen, passed = list(chosen), []
@@ -197,9 +197,8 @@ def _draw(query, voter_id: int, count: int, rng: np.random.Generator, pool: int,
         # one of them up to this level, and it is not taken twice; and a run's worth more,
         # for rows passed over for their prompt)
         limit = wanted + len(chosen) + (SAMPLE_RUN if prompts is not None else 0)
-        picked = run(query, {
-            "p_voter": voter_id, "p_pool": pool, "p_floor": floor, "p_limit": limit,
-            "p_sample": max(SAMPLE_RUN, limit),
+        picked = run(query(limit), {
+            "p_voter": voter_id, "p_pool": pool, "p_floor": floor,
             "p_start": int(rng.integers(0, _KEYS)),
             "p_start2": int(rng.integers(0, _KEYS))}).all()
         if not picked:
@@ -249,13 +248,14 @@ def _validation_query(criterion: str):
             .cte("gold").prefix_with("MATERIALIZED"))
     at_least = gold.c.issued == select(func.min(gold.c.issued)).scalar_subquery()
     sample = select(func.count()).select_from(
-        select(gold.c.id).where(at_least).limit(GOLD_SAMPLE).subquery()).scalar_subquery()
+        select(gold.c.id).where(at_least).limit(fixed(GOLD_SAMPLE)).subquery()
+    ).scalar_subquery()
     pick = func.coalesce(bindparam("p_pick", type_=Integer) % func.nullif(sample, 0), 0)
     return (select(*(gold.c[column.key] for column in PICKED),
                    *(select(Image.prompt_id).where(Image.id == gold.c[side])
                      .scalar_subquery().label(f"{side}_prompt")
                      for side in ("image_a_id", "image_b_id")))
-            .where(at_least).limit(1).offset(pick))
+            .where(at_least).limit(fixed(1)).offset(pick))
 
 
 def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
@@ -278,7 +278,7 @@ def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
 def _gold_due_queries(criterion: str) -> tuple:
     return (_candidates(criterion, validation=False, walked=False)  # (reads them all)
             .with_only_columns(Comparison.issued, Comparison.campaign_id)
-            .order_by(Comparison.issued).limit(1),
+            .order_by(Comparison.issued).limit(fixed(1)),
             _candidates(criterion, validation=True)
             .with_only_columns(func.min(Comparison.issued)))
 
@@ -293,7 +293,7 @@ def _criteria_state(voter_id: int, pool: int) -> tuple[list[str], str | None]:
 @cache
 def _criteria_query():
     last = (select(VotingSession.criterion).where(VotingSession.voter_id == _VOTER)
-            .order_by(VotingSession.id.desc()).limit(1).scalar_subquery())
+            .order_by(VotingSession.id.desc()).limit(fixed(1)).scalar_subquery())
     return select(*(_candidates(c, validation=False).exists().label(c) for c in CRITERIA),
                   last.label("last"))
 
