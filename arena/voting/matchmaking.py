@@ -12,6 +12,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Collection
+from datetime import datetime
 from functools import cache, partial
 from typing import TypeVar
 
@@ -21,6 +22,7 @@ from flask import current_app
 from sqlalchemy import (
     Integer,
     bindparam,
+    case,
     func,
     insert,
     literal,
@@ -40,7 +42,7 @@ from arena.extensions import db
 from arena.infra.database import end_reads, fixed, param, retry_on_lock, write_transaction
 from arena.infra.prepared import run, run_many
 from arena.models import Comparison, Image, Task, Voter, VotingSession, utcnow
-from arena.voting.shown import ShownSession
+from arena.voting.shown import ShownSession, shown_from_rows, shown_query
 from arena.voting.shown import session as shown_session
 
 # Sent (voter_id=, criterion=, pool=) when a voter has answered a gold pair: the campaigns
@@ -322,7 +324,7 @@ def start_session(
 ) -> VotingSession:
     """Issue a session (:func:`_issue_session`) and return it loaded with its tasks, their
     comparisons, captions and images, in one more statement."""
-    return _loaded_session(_issue_session(voter, rng, criterion, shown)[0])
+    return _loaded_session(_issue_session(voter, rng, criterion, EVERY if shown else 0)[0])
 
 
 def issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None = None, *,
@@ -330,40 +332,51 @@ def issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None 
     """Issue a session (:func:`_issue_session`): only its public id comes back, nothing is
     read again (a page shows it at its own address; the API reads it as
     :func:`arena.voting.shown.session` gives it)."""
-    return _issue_session(voter, rng, criterion, shown)[1]
+    return _issue_session(voter, rng, criterion, EVERY if shown else 0)[1]
 
 
 def issue_shown_session(voter: Voter, rng: np.random.Generator,
                         criterion: str | None = None) -> ShownSession:
     """Issue a session whose tasks all count as on the voter's screen from now (the JSON
-    API's) and return it as :func:`arena.voting.shown.session` reads it. The read runs in
-    the write transaction, before its commit: after the commit it needed a connection and
-    a transaction of its own (on PostgreSQL a check-out ping, a BEGIN and a ROLLBACK more;
-    benchmarks/request_cost.py)."""
-    return _issue_session(voter, rng, criterion, True, read_back=shown_session)[2]
+    API's) and return it as :func:`arena.voting.shown.session` reads it: on PostgreSQL
+    returned by the statement that writes it, elsewhere read in the write transaction,
+    before its commit (after the commit it needed a connection and a transaction of its
+    own; benchmarks/request_cost.py)."""
+    return _issue_session(voter, rng, criterion, EVERY, read_back=lambda session_id, made: (
+        made or shown_session(session_id)))[2]
 
 
 def issue_session_then(voter: Voter, rng: np.random.Generator, criterion: str | None,
-                       then: Callable[[int], T]) -> T:
-    """Issue a session (:func:`_issue_session`) and return ``then(session_id)``, called in
-    the session's write transaction before its commit (a page that shows the session's
-    first card reads it there: :func:`arena.voting.tasks.issue_with_card`)."""
-    return _issue_session(voter, rng, criterion, False, read_back=then)[2]
+                       then: Callable[[int, ShownSession | None], T],
+                       first_shown_at: datetime) -> T:
+    """Issue a session (:func:`_issue_session`), its first task shown from
+    ``first_shown_at``, and return ``then(session_id, made)``, called in the session's
+    write transaction before its commit, ``made`` the session as its write returned it
+    (PostgreSQL) or None (a page that shows the session's first card reads it there:
+    :func:`arena.voting.tasks.issue_with_card`)."""
+    return _issue_session(voter, rng, criterion, 1, read_back=then,
+                          shown_at=first_shown_at)[2]
+
+
+EVERY = 2**31 - 1  # (of a session's tasks: all of them)
 
 
 def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None,
-                   shown: bool, read_back: Callable[[int], object] | None = None) -> tuple:
+                   shown: int, read_back: Callable[[int, ShownSession | None], object]
+                   | None = None, shown_at: datetime | None = None) -> tuple:
     """Issue a session of up to ``TASKS_PER_SESSION`` tasks of one criterion and commit it.
-    With ``shown`` the tasks count as on the voter's screen from now (an API client gets
-    them all at once; see arena.voting.tasks.present).
+    Its first ``shown`` tasks (``EVERY``: all) count as on the voter's screen from
+    ``shown_at`` (else now): an API client gets them all at once (see
+    arena.voting.tasks.present), a page shows the first.
 
     One task may be a hidden validation pair (with probability ``VALIDATION_RATE``) at a random
     position; left/right order is random per task. The comparisons are chosen before the
     write transaction, which only inserts the session and its tasks and counts them issued:
     two sessions of one voter racing for the same comparison meet the unique (voter,
     comparison) constraint, and the loser picks again. Returns the session's id, its public
-    id and what ``read_back`` (called with the session's id in the write transaction)
-    returned, or None.
+    id and what ``read_back`` (called in the write transaction with the session's id and,
+    on PostgreSQL, the session as :func:`arena.voting.shown.session` reads it, as its write
+    returned it; else None) returned, or None.
 
     Raises
     ------
@@ -380,8 +393,8 @@ def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None
     with_gold = cfg["TASKS_PER_SESSION"] > 1 and rng.random() < cfg["VALIDATION_RATE"]
     for attempt in range(ISSUE_ATTEMPTS):
         items = _pick_items(voter_id, criterion, with_gold, rng, pool)
-        issue = partial(_issue, voter_id, criterion, items, rng, utcnow() if shown else None,
-                        read_back)
+        issue = partial(_issue, voter_id, criterion, items, rng, shown,
+                        (shown_at or utcnow()) if shown else None, read_back)
         try:
             return retry_on_lock(issue)
         except IntegrityError:
@@ -395,11 +408,12 @@ def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None
 
 
 def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
-           shown_at, read_back: Callable[[int], object] | None) -> tuple:
-    """Write the session and its tasks and count the comparisons issued (one statement on
-    PostgreSQL, three elsewhere: :func:`_issue_statements`); returns the session's id, its
-    public id and, with ``read_back``, what it read of the session before the commit (else
-    None)."""
+           shown: int, shown_at, read_back: Callable | None) -> tuple:
+    """Write the session and its tasks, the first ``shown`` shown from ``shown_at``, and
+    count the comparisons issued (one statement on PostgreSQL, which returns the session as
+    :func:`arena.voting.shown.session` reads it; three elsewhere: :func:`_issue_statements`);
+    returns the session's id, its public id and, with ``read_back``, what it returned of the
+    session before the commit (else None)."""
     sides = []
     for comparison in items:
         left, right = comparison.image_a_id, comparison.image_b_id
@@ -408,35 +422,40 @@ def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
     values = {"p_public_id": public_id, "p_voter": voter_id,
               "p_criterion": criterion, "p_now": utcnow(), "p_shown_at": shown_at,
               "p_ids": [c.id for c in items]}
+    made = None
     with write_transaction(after_reads=True):
         if db.session.get_bind().dialect.name == "postgresql":
             (combined,) = _issue_statements(combined=True)
             values.update(p_positions=list(range(len(items))),
                           p_lefts=[left for left, _ in sides],
-                          p_rights=[right for _, right in sides])
-            session_id = run(combined, values).first()[0]
+                          p_rights=[right for _, right in sides], p_shown=shown)
+            made = shown_from_rows(run(combined, values).all())
+            session_id = made.id
         else:
             insert_session, count_issued, insert_tasks = _issue_statements(combined=False)
             session_id = run(insert_session, values).lastrowid
             run_many(count_issued, [{"p_id": comparison.id} for comparison in items])
             run_many(insert_tasks, [
                 {**values, "p_session": session_id, "p_comparison": comparison.id,
-                 "p_position": position, "p_left": left, "p_right": right}
+                 "p_position": position, "p_left": left, "p_right": right,
+                 "p_shown_at": shown_at if position < shown else None}
                 for position, (comparison, (left, right))
                 in enumerate(zip(items, sides, strict=True))])
-        return session_id, public_id, read_back(session_id) if read_back else None
+        return session_id, public_id, read_back(session_id, made) if read_back else None
 
 
 @cache
 def _issue_statements(*, combined: bool) -> tuple:
     """The session inserted, its comparisons counted issued once more, its tasks inserted.
-    ``combined`` (PostgreSQL): one statement, the session and the count as data-modifying
-    WITH clauses and the tasks unnested from arrays (one round trip instead of three). The
+    ``combined`` (PostgreSQL): one statement, the session, the count and the tasks as
+    data-modifying WITH clauses, the tasks unnested from arrays, that returns the session
+    as :func:`arena.voting.shown.session` reads it (one round trip instead of four). The
     same rows either way. Parameters: p_public_id, p_voter, p_criterion, p_now and
     p_shown_at; otherwise (SQLite) the count per comparison (p_id) and per task p_session,
-    p_comparison, p_position, p_left and p_right, each run as one ``executemany``
-    (:func:`arena.infra.prepared.run_many`); with ``combined`` the arrays p_ids (the
-    comparisons in order), p_positions, p_lefts and p_rights."""
+    p_comparison, p_position, p_left, p_right and p_shown_at, each run as one
+    ``executemany`` (:func:`arena.infra.prepared.run_many`); with ``combined`` the arrays
+    p_ids (the comparisons in order), p_positions, p_lefts and p_rights, and p_shown (the
+    tasks at a lower position are shown from p_shown_at, the others not yet)."""
     session, comparison, task = (VotingSession.__table__, Comparison.__table__.c,
                                  Task.__table__.c)
     insert_session = insert(session).values(
@@ -457,18 +476,23 @@ def _issue_statements(*, combined: bool) -> tuple:
             left_image_id=param("p_left", task.left_image_id),
             right_image_id=param("p_right", task.right_image_id),
             issued_at=issued_at, shown_at=shown_at))
-    new_session = insert_session.returning(session.c.id).cte("new_session")
+    new_session = insert_session.returning(
+        session.c.id, session.c.public_id, session.c.voter_id, session.c.criterion
+    ).cte("new_session")
     counted = count_issued.returning(literal(1)).cte("counted")
     rows = func.unnest(ids, *(bindparam(name, type_=ARRAY(Integer)) for name in (
         "p_positions", "p_lefts", "p_rights"))).table_valued(
         "comparison_id", "position", "left_image_id", "right_image_id").render_derived()
     columns = ("session_id", "voter_id", "comparison_id", "position", "left_image_id",
                "right_image_id", "issued_at", "shown_at")
+    shown_first = case((rows.c.position < bindparam("p_shown", type_=Integer), shown_at))
     tasks = select(new_session.c.id, _VOTER, rows.c.comparison_id, rows.c.position,
-                   rows.c.left_image_id, rows.c.right_image_id, issued_at, shown_at
+                   rows.c.left_image_id, rows.c.right_image_id, issued_at, shown_first
                    ).select_from(new_session.join(rows, true()))
-    return (insert(Task.__table__).from_select(columns, tasks)
-            .returning(task.session_id).add_cte(new_session, counted),)
+    made = (insert(Task.__table__).from_select(columns, tasks)
+            .returning(task.id, task.position, task.comparison_id, task.left_image_id,
+                       task.right_image_id, task.shown_at).cte("made"))
+    return (shown_query(new_session, made).add_cte(counted),)
 
 
 def _loaded_session(session_id: int) -> VotingSession:

@@ -16,7 +16,7 @@ from datetime import datetime
 from functools import cache
 from typing import NamedTuple
 
-from sqlalchemy import and_, case, select
+from sqlalchemy import and_, case, null, select, true
 
 from arena.infra.database import param
 from arena.infra.prepared import run
@@ -61,15 +61,17 @@ class ShownSession:
 def session(key: int | str) -> ShownSession | None:
     """The session whose id (``key`` an int) or public id (a str) is ``key``, or None."""
     by = "id" if isinstance(key, int) else "public_id"
-    return _shown(run(_query(by), {"p_key": key}).all())
+    return shown_from_rows(run(_query(by), {"p_key": key}).all())
 
 
 def session_of_task(task_id: int) -> ShownSession | None:
     """The session task ``task_id`` belongs to, or None."""
-    return _shown(run(_query("task"), {"p_key": task_id}).all())
+    return shown_from_rows(run(_query("task"), {"p_key": task_id}).all())
 
 
-def _shown(rows: list) -> ShownSession | None:
+def shown_from_rows(rows: list) -> ShownSession | None:
+    """The session of ``rows`` (those of :func:`session`'s statement, or of
+    :func:`shown_query`'s), None without any."""
     if not rows:
         return None
     first = rows[0]
@@ -97,23 +99,41 @@ def _query(by: str):
     """The session's tasks with their captions and image sizes, one row each, by position;
     ``by`` "id", "public_id" or "task" (the session of task ``p_key``)."""
     session, task = VotingSession.__table__.c, Task.__table__.c
-    comparison, prompt = Comparison.__table__.c, Prompt.__table__.c
-    left, right = Image.__table__.alias("left_image"), Image.__table__.alias("right_image")
     if by == "task":
         owner = select(task.session_id).where(task.id == param("p_key", task.id))
         where = session.id == owner.scalar_subquery()
     else:
         where = session[by] == param("p_key", session[by])
-    caption = caption_column(comparison, prompt)
-    joined = (VotingSession.__table__
-              .outerjoin(Task.__table__, task.session_id == session.id)
+    return _select(session, task, VotingSession.__table__.outerjoin(
+        Task.__table__, task.session_id == session.id)).where(where)
+
+
+def shown_query(new_session, made):
+    """The rows of :func:`session`'s statement for a session being written, from the WITH
+    clauses that write it: ``new_session`` returns the session's id, public id, voter and
+    criterion, ``made`` its tasks' id, position, comparison_id, left_image_id,
+    right_image_id and shown_at (a new task is neither confirmed nor answered)."""
+    task = made.c
+    return _select(new_session.c, task, made.join(new_session, true()),
+                   read_confirmed_at=null(), answered_at=null())
+
+
+def _select(session, task, tasks_of_session, **columns):
+    """The session's tasks with their captions and image sizes by position: ``session`` and
+    ``task`` the columns of the session and its tasks, ``tasks_of_session`` both joined,
+    ``columns`` a task's columns given otherwise."""
+    comparison, prompt = Comparison.__table__.c, Prompt.__table__.c
+    left, right = Image.__table__.alias("left_image"), Image.__table__.alias("right_image")
+    joined = (tasks_of_session
               .outerjoin(Comparison.__table__, comparison.id == task.comparison_id)
               .outerjoin(Prompt.__table__, prompt.id == comparison.prompt_id)
               .outerjoin(left, left.c.id == task.left_image_id)
               .outerjoin(right, right.c.id == task.right_image_id))
+    stamps = (columns[name].label(name) if name in columns else task[name]
+              for name in ("read_confirmed_at", "answered_at"))
     return (select(session.id.label("session_id"), session.public_id, session.voter_id,
-                   session.criterion, task.id, task.position, task.shown_at,
-                   task.read_confirmed_at, task.answered_at, caption.label("caption"),
+                   session.criterion, task.id, task.position, task.shown_at, *stamps,
+                   caption_column(comparison, prompt).label("caption"),
                    left.c.width.label("left_width"), left.c.height.label("left_height"),
                    right.c.width.label("right_width"), right.c.height.label("right_height"))
-            .select_from(joined).where(where).order_by(task.position))
+            .select_from(joined).order_by(task.position))

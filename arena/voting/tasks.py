@@ -163,10 +163,12 @@ def issue_with_card(voter: Voter, rng, criterion: str | None = None,
     Invalid, NoTasksAvailable
         As :func:`arena.voting.matchmaking.issue_session` does.
     """
-    voter_id = voter.id
-    # (the time taken in the write: its first task is shown once its session exists)
-    return matchmaking.issue_session_then(voter, rng, criterion, lambda session_id: (
-        card_in_transaction(voter_id, session_id, now or utcnow())))
+    voter_id, now = voter.id, now or utcnow()
+    # (its first task written as shown from now; on PostgreSQL the write returns the
+    # session, elsewhere it is read in the write transaction)
+    return matchmaking.issue_session_then(voter, rng, criterion, lambda session_id, made: (
+        _card(made, made.tasks[0]) if made is not None
+        else card_in_transaction(voter_id, session_id, now)), first_shown_at=now)
 
 
 def _open_task(loaded: ShownSession) -> ShownTask | None:

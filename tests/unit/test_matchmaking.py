@@ -207,6 +207,31 @@ def test_postgresql_keeps_its_plans_of_a_sessions_picks(pg_app):
         assert busiest[1] <= 5 and busiest[0] >= 5, (kind, busiest)
 
 
+@pytest.mark.parametrize("criterion", ["alignment", "coherence"])
+def test_a_new_session_comes_back_as_it_is_read_later(any_app, criterion):
+    """What the write returns of a new session (on PostgreSQL its own statement's rows) is
+    what reading it afterwards gives: its tasks in order with their captions and image
+    sizes, shown from the write for the API, only the first for a page's card."""
+    from datetime import datetime
+
+    from arena.voting import shown
+
+    any_app.config["VALIDATION_RATE"] = 1.0
+    with any_app.app_context():
+        make_campaign(n_prompts=4, image_size=8)
+        voter, rng = new_voter(), np.random.default_rng(6)
+        made = matchmaking.issue_shown_session(voter, rng, criterion)
+        assert made == shown.session(made.id)
+        assert len(made.tasks) == 3 and all(t.shown_at is not None for t in made.tasks)
+        assert all(t.left_image.width and t.right_image.height for t in made.tasks)
+        assert all((t.caption is not None) == (criterion == "alignment") for t in made.tasks)
+        now = datetime(2026, 11, 27, 12, 0, 0)
+        card = tasks.issue_with_card(voter, rng, criterion, now=now)
+        assert card.session == shown.session(card.session.id)
+        assert [t.shown_at for t in card.session.tasks] == [now, None, None]
+        assert card.task == card.session.tasks[0]
+
+
 def test_sessions_belong_to_their_voter(campaign):
     voter = new_voter()
     session = matchmaking.start_session(voter, np.random.default_rng(8), "preference")
