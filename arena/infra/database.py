@@ -295,7 +295,8 @@ def fixed(value: int | str):
     (the generic plan) costs no more, and without the value it guesses: a LIMIT at a tenth
     of the rows, a criterion as the average of all three. A session's picks were planned
     afresh every time: 1.7-3.0 ms of planning each, against 0.5-0.7 for the kept plan
-    (EXPLAIN on benchmarks/request_cost.py's demo; tests/web/test_postgres_plans.py)."""
+    (EXPLAIN on benchmarks/request_cost.py's demo; tests/unit/test_matchmaking.py holds
+    them to it)."""
     if isinstance(value, str):
         if not _WORD.fullmatch(value):
             raise ValueError(f"not a word to write into a statement: {value!r}")

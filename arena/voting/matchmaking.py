@@ -316,6 +316,7 @@ def choose_criterion(voter: Voter, rng: np.random.Generator) -> str:
 
 ISSUE_ATTEMPTS = 6  # picks per session when the voter's own concurrent sessions took them
 RETRY_PAUSE = 0.004  # seconds, at most, before the first pick again (times the attempt)
+EVERY = 2**31 - 1  # (of a session's tasks: all of them shown at once)
 
 
 def start_session(
@@ -357,8 +358,6 @@ def issue_session_then(voter: Voter, rng: np.random.Generator, criterion: str | 
     return _issue_session(voter, rng, criterion, 1, read_back=then,
                           shown_at=first_shown_at)[2]
 
-
-EVERY = 2**31 - 1  # (of a session's tasks: all of them)
 
 
 def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None,

@@ -290,3 +290,16 @@ def test_gold_pairs_are_drawn_uniformly_among_the_least_issued(any_campaign):
     db.session.commit()
     assert {matchmaking.pick_validation(voter.id, "coherence", rng).id
             for _ in range(20)} == {ids[0]}
+
+
+def test_only_counts_and_plain_words_are_written_into_a_statement():
+    """arena.infra.database.fixed writes its value into the SQL itself: a count, or one of
+    the code's own words (a criterion); anything else is refused before it gets there."""
+    from sqlalchemy import select
+
+    from arena.infra.database import fixed
+
+    assert str(select(fixed("preference"), fixed(3))) == "SELECT 'preference', 3"
+    for bad in ("x'; DROP TABLE vote; --", "Preference", "3 OR 1=1", ""):
+        with pytest.raises(ValueError, match="not a word"):
+            fixed(bad)
