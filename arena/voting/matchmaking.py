@@ -491,7 +491,8 @@ def _issue_statements(*, combined: bool, count: int = 0) -> tuple:
                    ).select_from(new_session.join(rows, true()))
     made = (insert(Task.__table__).from_select(columns, tasks)
             .returning(task.id, task.position, task.comparison_id, task.left_image_id,
-                       task.right_image_id, task.shown_at).cte("made"))
+                       task.right_image_id, task.shown_at, task.read_confirmed_at,
+                       task.answered_at).cte("made"))
     return (shown_query(new_session, made).add_cte(counted),)
 
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from functools import cache
 from typing import NamedTuple
 
-from sqlalchemy import and_, case, null, select, true
+from sqlalchemy import and_, case, select, true
 
 from arena.infra.database import param
 from arena.infra.prepared import run
@@ -112,16 +112,13 @@ def shown_query(new_session, made):
     """The rows of :func:`session`'s statement for a session being written, from the WITH
     clauses that write it: ``new_session`` returns the session's id, public id, voter and
     criterion, ``made`` its tasks' id, position, comparison_id, left_image_id,
-    right_image_id and shown_at (a new task is neither confirmed nor answered)."""
-    task = made.c
-    return _select(new_session.c, task, made.join(new_session, true()),
-                   read_confirmed_at=null(), answered_at=null())
+    right_image_id, shown_at, read_confirmed_at and answered_at."""
+    return _select(new_session.c, made.c, made.join(new_session, true()))
 
 
-def _select(session, task, tasks_of_session, **columns):
+def _select(session, task, tasks_of_session):
     """The session's tasks with their captions and image sizes by position: ``session`` and
-    ``task`` the columns of the session and its tasks, ``tasks_of_session`` both joined,
-    ``columns`` a task's columns given otherwise."""
+    ``task`` the columns of the session and its tasks, ``tasks_of_session`` both joined."""
     comparison, prompt = Comparison.__table__.c, Prompt.__table__.c
     left, right = Image.__table__.alias("left_image"), Image.__table__.alias("right_image")
     joined = (tasks_of_session
@@ -129,10 +126,9 @@ def _select(session, task, tasks_of_session, **columns):
               .outerjoin(Prompt.__table__, prompt.id == comparison.prompt_id)
               .outerjoin(left, left.c.id == task.left_image_id)
               .outerjoin(right, right.c.id == task.right_image_id))
-    stamps = (columns[name].label(name) if name in columns else task[name]
-              for name in ("read_confirmed_at", "answered_at"))
     return (select(session.id.label("session_id"), session.public_id, session.voter_id,
-                   session.criterion, task.id, task.position, task.shown_at, *stamps,
+                   session.criterion, task.id, task.position, task.shown_at,
+                   task.read_confirmed_at, task.answered_at,
                    caption_column(comparison, prompt).label("caption"),
                    left.c.width.label("left_width"), left.c.height.label("left_height"),
                    right.c.width.label("right_width"), right.c.height.label("right_height"))
