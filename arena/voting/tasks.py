@@ -12,19 +12,20 @@ captioned task that was not confirmed (``ReadNotConfirmed``).
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cache
 
 from flask import current_app
-from sqlalchemy import select, update
+from sqlalchemy import select, true, update
 
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import expire_as_committed, param, retry_on_lock, write_transaction
 from arena.infra.prepared import run
-from arena.models import Comparison, Prompt, Task, Voter, VotingSession, utcnow
-from arena.voting import matchmaking, pacing, shown
+from arena.models import Comparison, Image, Prompt, Task, Voter, VotingSession, utcnow
+from arena.voting import matchmaking, pacing, shown, voters
 from arena.voting.shown import ShownSession, ShownTask
 
 
@@ -45,16 +46,22 @@ class StillRevealing(Conflict):
 
 
 def owned_task(voter: Voter, task_id: int):
-    """Task ``task_id``, which must have been issued to ``voter``, as one row: ``id``,
-    ``voter_id``, ``session_id``, ``session_public_id``, ``left_image_id``,
-    ``right_image_id``, ``shown_at``, ``read_confirmed_at``, ``answered_at`` and ``caption``
-    (:func:`arena.voting.shown.caption_column`).
+    """Task ``task_id``, which must have been issued to ``voter``, as one row
+    (:data:`OwnedTask`): the task, its session's public id, its comparison's criterion,
+    validation answer and id, both images' models, and its caption
+    (:func:`arena.voting.shown.caption_column`). What every task route (a vote, a caption
+    confirmed, a skip, a report) checks before it acts. The row :func:`voter_and_task` read
+    with the voter in this transaction, when there is one; else one statement.
 
     Raises
     ------
     TaskNotFound, NotYourTask
     """
-    task = run(_owned_query(), {"p_task": task_id}).first()
+    kept = db.session.info.get(_KEPT, {}).pop(task_id, None)
+    if kept is not None and kept[0] is db.session().get_transaction():
+        task = kept[1]
+    else:
+        task = run(_owned_query(), {"p_task": task_id}).first()
     if task is None:
         raise TaskNotFound(f"no task {task_id}")
     if task.voter_id != voter.id:
@@ -62,19 +69,73 @@ def owned_task(voter: Voter, task_id: int):
     return task
 
 
+def voter_and_task(kind: str, credential: str | None, task_id: int) -> Voter | None:
+    """The voter holding ``credential`` (``kind`` "token": an API token; "public": the
+    public id in the page's signed cookie), as :func:`arena.voting.voters.voter_by_token`
+    and :func:`~arena.voting.voters.voter_by_public_id` give it, with task ``task_id``'s row
+    read in the same statement and kept for :func:`owned_task` in this transaction: a task
+    route's two reads in one round trip. None when nobody holds the credential."""
+    key = voters.key_of(kind, credential)
+    if key is None:
+        return None
+    if voters.is_known(kind, key):  # (looked up already in this request)
+        return voters.remembered(kind, key)
+    row = run(_voter_and_task_query(kind), {"p_key": key, "p_task": task_id}).first()
+    if row is None:
+        return voters.remember(kind, key, None)
+    voter = voters.remember(kind, key, dict(zip(_VOTER_FIELDS, row, strict=False)))
+    task = OwnedTask(*row[len(_VOTER_FIELDS):])
+    db.session.info.setdefault(_KEPT, {})[task_id] = (
+        db.session().get_transaction(), None if task.id is None else task)
+    return voter
+
+
+def api_voter(token: str | None, task_id: int) -> Voter:
+    """:func:`voter_and_task` for the JSON API: Unauthorized for an unknown token."""
+    return voters.required(voter_and_task("token", token, task_id))
+
+
+_KEPT = "arena_task_rows"  # task id -> (the transaction that read it, its row or None)
+OwnedTask = namedtuple("OwnedTask", [
+    "id", "voter_id", "session_id", "session_public_id", "left_image_id", "right_image_id",
+    "issued_at", "shown_at", "read_confirmed_at", "answered_at", "skipped_at",
+    "comparison_id", "criterion", "is_validation", "correct_image_id", "left_model_id",
+    "right_model_id", "caption"])
+_VOTER_FIELDS = tuple(column.name for column in Voter.__table__.c)
+
+
 @cache
 def _owned_query():
     task, session = Task.__table__.c, VotingSession.__table__.c
     comparison, prompt = Comparison.__table__.c, Prompt.__table__.c
-    return (select(task.id, task.voter_id, task.session_id,
-                   session.public_id.label("session_public_id"), task.left_image_id,
-                   task.right_image_id, task.shown_at, task.read_confirmed_at,
-                   task.answered_at, shown.caption_column(comparison, prompt).label("caption"))
+    left, right = Image.__table__.alias("left_image"), Image.__table__.alias("right_image")
+    columns = (task.id, task.voter_id, task.session_id,
+               session.public_id.label("session_public_id"), task.left_image_id,
+               task.right_image_id, task.issued_at, task.shown_at, task.read_confirmed_at,
+               task.answered_at, task.skipped_at, comparison.id.label("comparison_id"),
+               comparison.criterion, comparison.is_validation, comparison.correct_image_id,
+               left.c.model_id.label("left_model_id"), right.c.model_id.label("right_model_id"),
+               shown.caption_column(comparison, prompt).label("caption"))
+    assert tuple(c.name for c in columns) == OwnedTask._fields
+    return (select(*columns)
             .select_from(Task.__table__
                          .join(VotingSession.__table__, session.id == task.session_id)
                          .join(Comparison.__table__, comparison.id == task.comparison_id)
+                         .join(left, left.c.id == task.left_image_id)
+                         .join(right, right.c.id == task.right_image_id)
                          .outerjoin(Prompt.__table__, prompt.id == comparison.prompt_id))
             .where(task.id == param("p_task", task.id)))
+
+
+@cache
+def _voter_and_task_query(kind: str):
+    """The voter's row (:func:`arena.voting.voters.voter_query`) and the task's
+    (:func:`_owned_query`, all NULL when there is no such task) side by side."""
+    owned = _owned_query().subquery("owned")
+    voter = voters.voter_query(kind).subquery("voter")
+    assert tuple(c.name for c in voter.c) == _VOTER_FIELDS
+    return (select(*voter.c, *(c.label(f"task_{c.name}") for c in owned.c))
+            .select_from(voter.outerjoin(owned, true())))
 
 
 def for_display(task_id: int) -> tuple[ShownSession, ShownTask]:

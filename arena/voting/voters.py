@@ -9,7 +9,7 @@ from functools import cache
 from importlib import resources
 
 from sqlalchemy import select
-from sqlalchemy.orm import make_transient_to_detached
+from sqlalchemy.orm import configure_mappers, make_transient_to_detached
 
 from arena.errors import Forbidden, Invalid, Unauthorized
 from arena.extensions import db
@@ -124,45 +124,77 @@ def update_demographics(voter: Voter, demographics: dict | None) -> None:
 
 
 def voter_by_token(token: str | None) -> Voter | None:
-    if not token:
-        return None
-    return _remembered("token", hash_token(token))
+    return _remembered("token", key_of("token", token))
 
 
 def voter_by_public_id(public_id: str | None) -> Voter | None:
-    if not public_id:
+    return _remembered("public", key_of("public", public_id))
+
+
+def key_of(kind: str, credential: str | None) -> str | None:
+    """What a voter is looked up by: the hash of a token (``kind`` "token"), a public id as
+    it is ("public"); None for no credential."""
+    if not credential:
         return None
-    return _remembered("public", public_id)
+    return hash_token(credential) if kind == "token" else credential
 
 
-def _remembered(kind: str, key: str) -> Voter | None:
+def _remembered(kind: str, key: str | None) -> Voter | None:
     """The voter whose token hash (``kind`` "token") or public id ("public") is ``key``,
-    looked up once per database session (one request): the rate limiter and the route ask
-    for the same voter."""
-    known = db.session.info.setdefault("arena_voters", {})
-    voter = known.get((kind, key))
-    if voter is None or voter not in db.session:  # (not found yet, or deleted since)
-        voter = known[kind, key] = _loaded(run(_voter_query(kind), {"p_key": key}).first())
+    looked up once per database session (one request): whoever asks again in the request
+    gets the same voter (a task route reads it with its task:
+    :func:`arena.voting.tasks.voter_and_task`)."""
+    if key is None:
+        return None
+    if is_known(kind, key):
+        return remembered(kind, key)
+    return remember(kind, key, _values(run(voter_query(kind), {"p_key": key}).first()))
+
+
+def is_known(kind: str, key: str) -> bool:
+    """Whether the voter of ``kind`` and ``key`` was found in this database session and is
+    still there (one not found may have been created since, one deleted is looked for
+    again)."""
+    voter = db.session.info.get(_KNOWN, {}).get((kind, key))
+    return voter is not None and voter in db.session
+
+
+def remembered(kind: str, key: str) -> Voter | None:
+    return db.session.info[_KNOWN][kind, key]
+
+
+def remember(kind: str, key: str, values: dict | None) -> Voter | None:
+    """Keep the voter read elsewhere (``values``: every column by name; None: nobody holds
+    the key) as this request's voter of ``kind`` and ``key``, and return it."""
+    voter = db.session.info.setdefault(_KNOWN, {})[kind, key] = _loaded(values)
     return voter
 
 
-def _loaded(row) -> Voter | None:
-    """The voter of ``row`` (all its columns) as the session's object, as a query for the
-    entity would give it: the one the session holds already, else one made from the row and
-    added as loaded (SQLAlchemy's way for objects read elsewhere:
+_KNOWN = "arena_voters"
+
+
+def _values(row) -> dict | None:
+    return None if row is None else row._asdict()
+
+
+def _loaded(values: dict | None) -> Voter | None:
+    """The voter of ``values`` (all its columns by name) as the session's object, as a query
+    for the entity would give it: the one the session holds already, else one made from the
+    row and added as loaded (SQLAlchemy's way for objects read elsewhere:
     ``make_transient_to_detached``). Every request looks its voter up first: through the
     ORM's query the lookup cost about twice the Core row's."""
-    if row is None:
+    if values is None:
         return None
     session = db.session()
-    held = session.identity_map.get(_VOTER.identity_key_from_primary_key((row.id,)))
+    held = session.identity_map.get(_VOTER.identity_key_from_primary_key((values["id"],)))
     if held is not None:
         return held
+    configure_mappers()  # (at once when done; a process's first voter may come first)
     voter = _VOTER.class_manager.new_instance()
     # the values straight into the instance's dict: make_transient_to_detached takes what is
     # there as loaded, history reset (setting each through the attribute was 30% of this);
     # every column is named as its attribute (tests/unit/test_voters.py holds it so)
-    voter.__dict__.update(zip(row._fields, row, strict=True))
+    voter.__dict__.update(values)
     make_transient_to_detached(voter)
     session.add(voter)
     return voter
@@ -172,7 +204,7 @@ _VOTER = Voter.__mapper__
 
 
 @cache
-def _voter_query(kind: str):
+def voter_query(kind: str):
     table = Voter.__table__.c
     column = table.token_hash if kind == "token" else table.public_id
     return select(*table).where(column == param("p_key", column))
@@ -222,7 +254,11 @@ def identify_by_token(token: str | None, demographics: dict | None = None
 
 def require_voter(token: str | None) -> Voter:
     """The voter holding ``token``. Raises Unauthorized for none or an unknown one."""
-    voter = voter_by_token(token)
+    return required(voter_by_token(token))
+
+
+def required(voter: Voter | None) -> Voter:
+    """``voter``, found by an API token; Unauthorized when nobody held it."""
     if voter is None:
         raise Unauthorized("send your voter token as 'Authorization: Bearer <voter_token>' "
                            "(POST /api/v1/sessions without one issues a token)")

@@ -15,9 +15,8 @@ from datetime import datetime
 from functools import cache
 
 from flask import current_app
-from sqlalchemy import and_, case, func, insert, literal_column, select, update
+from sqlalchemy import case, func, insert, literal_column, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import aliased
 
 from arena.config import CRITERIA
 from arena.errors import Conflict, Invalid
@@ -37,11 +36,9 @@ from arena.models import (
     Comparison,
     EloRating,
     GenModel,
-    Image,
     Task,
     Vote,
     Voter,
-    VotingSession,
     utcnow,
 )
 from arena.ranking.elo import EloParams, elo_update
@@ -53,6 +50,7 @@ from arena.voting.tasks import (
     ReadNotConfirmed,
     TaskNotFound,
     card_in_transaction,
+    owned_task,
 )
 
 __all__ = ["InvalidVote", "NotYourTask", "TaskNotFound", "VoteResult", "cast_vote",
@@ -166,12 +164,12 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
     InvalidVote
         Malformed choice or response time.
     """
-    context = _context(voter, task_id)
+    context = owned_task(voter, task_id)
     if context.skipped_at is not None:
         raise TaskSkipped("this task was skipped; go on with the next one")
     if context.answered_at is not None:
-        return VoteResult(accepted=False, session_id=context.session_id, duplicate=True)
-    if context.captioned and context.read_confirmed_at is None:
+        return VoteResult(accepted=False, session_id=context.session_public_id, duplicate=True)
+    if context.caption is not None and context.read_confirmed_at is None:
         raise ReadNotConfirmed("confirm that you read the caption before choosing")
     response_ms = _validate_payload(choice, response_ms)
     ballot = replace(_ballot(context, voter, choice, response_ms, now or utcnow()),
@@ -180,56 +178,18 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
     end_reads()  # (on SQLite the write transaction starts afresh)
     try:
         card = retry_on_lock(lambda: _record(ballot, elo_params(),
-                                             context.task_session_id if next_card else None))
+                                             context.session_id if next_card else None))
     except IntegrityError:  # the unique task_id: a concurrent request recorded it first
         db.session.rollback()
-        return VoteResult(accepted=False, session_id=context.session_id, duplicate=True)
+        return VoteResult(accepted=False, session_id=context.session_public_id, duplicate=True)
     # the htmx card after a vote reads the voter's id and pool: a refresh of the whole
     # voter for them was a tenth of that request (py-spy, benchmarks/request_cost.py --html)
     expire_as_committed(voter, _MOVED_VOTER_COLUMNS)
     if ballot.is_validation:
         matchmaking.gold_wanted.send(None, voter_id=ballot.voter_id,
                                      criterion=ballot.criterion, pool=pool)
-    return VoteResult(accepted=True, session_id=context.session_id,
+    return VoteResult(accepted=True, session_id=context.session_public_id,
                       validation_failed=ballot.correct is False, card=card)
-
-
-_LEFT, _RIGHT = aliased(Image), aliased(Image)
-
-
-@cache
-def _context_query():
-    return (
-        select(Task.id, Task.voter_id, Task.answered_at, Task.skipped_at, Task.read_confirmed_at,
-               Task.shown_at, Task.issued_at, Task.left_image_id, Task.right_image_id,
-               Task.session_id.label("task_session_id"),
-               VotingSession.public_id.label("session_id"),
-               Comparison.id.label("comparison_id"), Comparison.criterion,
-               Comparison.is_validation, Comparison.correct_image_id,
-               # the read gate's condition, as arena.voting.tasks.caption_of decides it
-               and_(Comparison.criterion == "alignment",
-                    Comparison.prompt_id.is_not(None)).label("captioned"),
-               _LEFT.model_id.label("left_model_id"), _RIGHT.model_id.label("right_model_id"))
-        .join(VotingSession, VotingSession.id == Task.session_id)
-        .join(Comparison, Comparison.id == Task.comparison_id)
-        .join(_LEFT, _LEFT.id == Task.left_image_id)
-        .join(_RIGHT, _RIGHT.id == Task.right_image_id)
-        .where(Task.id == param("p_task", Task.id)))
-
-
-def _context(voter: Voter, task_id: int):
-    """Everything a vote on ``task_id`` needs, in one statement (built once).
-
-    Raises
-    ------
-    TaskNotFound, NotYourTask
-    """
-    row = run(_context_query(), {"p_task": task_id}).first()
-    if row is None:
-        raise TaskNotFound(f"no task {task_id}")
-    if row.voter_id != voter.id:
-        raise NotYourTask("this task was not issued to you")
-    return row
 
 
 def _ballot(context, voter: Voter, choice: str, response_ms: int | None, now) -> Ballot:

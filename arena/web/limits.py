@@ -197,22 +197,29 @@ def _identity() -> str | None:
     """The key of the existing voter this route identifies (cached for the request)."""
     if "arena_identity" in g:
         return g.arena_identity
-    key = None
-    if _uses_tokens():
-        token = bearer_token()
-        if voters.voter_by_token(token) is not None:
-            key = "t:" + hashlib.sha256(token.encode()).hexdigest()[:32]
-    else:
-        public_id = session.get("voter")
-        if voters.voter_by_public_id(public_id) is not None:
-            key = "v:" + hashlib.sha256(str(public_id).encode()).hexdigest()[:32]
-    g.arena_identity = key
+    found = (voters.voter_by_token(bearer_token()) if _uses_tokens()
+             else voters.voter_by_public_id(session.get("voter")))
+    g.arena_identity = key = _presented_key() if found is not None else None
     return key
 
 
 def voter_key() -> str:
-    """The existing voter making the request, else their network."""
-    return _identity() or network_key()
+    """The voter the request says it comes from (its token, or the voter id in its signed
+    cookie), else its network. Not looked up: the route does that, with what it acts on
+    (:func:`arena.voting.tasks.voter_and_task`); a made-up token has a bucket of its own
+    but is refused (401) and still counts against its network's limit. Only lifting the
+    new-identity limit needs a voter who exists (:func:`has_identity`)."""
+    if "arena_presented" not in g:
+        g.arena_presented = _presented_key()
+    return g.arena_presented or network_key()
+
+
+def _presented_key() -> str | None:
+    if _uses_tokens():
+        token = bearer_token()
+        return "t:" + hashlib.sha256(token.encode()).hexdigest()[:32] if token else None
+    public_id = session.get("voter")
+    return "v:" + hashlib.sha256(str(public_id).encode()).hexdigest()[:32] if public_id else None
 
 
 def has_identity() -> bool:

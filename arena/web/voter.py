@@ -33,8 +33,12 @@ LANDING_MESSAGES = {
 }
 
 
-def _current_voter():
-    return voters.voter_by_public_id(session.get("voter"))
+def _current_voter(task_id: int | None = None):
+    """The voter of this browser's cookie, if any; read with task ``task_id``'s row on a
+    task's route (:func:`arena.voting.tasks.voter_and_task`)."""
+    if task_id is None:
+        return voters.voter_by_public_id(session.get("voter"))
+    return tasks.voter_and_task("public", session.get("voter"), task_id)
 
 
 def _form_demographics() -> dict | None:
@@ -167,8 +171,8 @@ def _render_task_error(exc, status: int, task_id: int):
     return _render_card(task.session_id, error=message, status=status)
 
 
-def _require_voter():
-    voter = _current_voter()
+def _require_voter(task_id: int):
+    voter = _current_voter(task_id)
     if voter is None:
         raise tasks.NotYourTask("start a session from the home page first")
     return voter
@@ -230,7 +234,7 @@ def _report_refused(exc, status: int, task_id: int):
 @bp.get("/t/<int:task_id>/report")
 @renders_errors(_report_refused)
 def report_form(task_id: int):
-    tasks.owned_task(_require_voter(), task_id)
+    tasks.owned_task(_require_voter(task_id), task_id)
     return _render_report(task_id)
 
 
@@ -240,7 +244,7 @@ def report_form(task_id: int):
 @renders_errors(_report_refused)
 def report(task_id: int):
     """The voter reports an image of this task: no vote, the next task."""
-    voter = _require_voter()
+    voter = _require_voter(task_id)
     image_reports.report(voter, task_id, request.form.get("side"), request.form.get("reason"))
     task = tasks.owned_task(voter, task_id)
     if is_htmx():
@@ -257,7 +261,7 @@ def task_address(task_id: int):
     form sent without JavaScript leaves the browser there, and a reload or a shared link
     opens it): the question's session for the voter it was issued to, else the start page.
     Only a POST to it changes anything."""
-    voter = _current_voter()
+    voter = _current_voter(task_id)
     try:
         task = tasks.owned_task(voter, task_id) if voter is not None else None
     except (tasks.TaskNotFound, tasks.NotYourTask):
@@ -273,7 +277,7 @@ def task_address(task_id: int):
 @renders_errors(_render_task_error)
 def confirm_read(task_id: int):
     """The voter confirms having read the caption; the images become selectable."""
-    voter = _require_voter()
+    voter = _require_voter(task_id)
     if not _card_in_the_write(voter):
         return _card_after(tasks.confirm_read(voter, task_id))
     task, card = tasks.confirm_read_with_card(voter, task_id)
@@ -286,7 +290,7 @@ def confirm_read(task_id: int):
 @renders_errors(_render_task_error)
 def skip(task_id: int):
     """The voter cannot decide: no vote, the next task."""
-    return _card_after(tasks.skip(_require_voter(), task_id))
+    return _card_after(tasks.skip(_require_voter(task_id), task_id))
 
 
 def _card_in_the_write(voter) -> bool:
@@ -312,7 +316,7 @@ def vote(task_id: int):
         response_ms = int(request.form.get("response_ms") or 0) or None
     except ValueError:
         response_ms = None  # a timing is a courtesy of the page, never a reason to refuse
-    voter = _require_voter()
+    voter = _require_voter(task_id)
     result = votes.cast_vote(voter, task_id, request.form.get("choice"), response_ms,
                              language=i18n.current_language(),
                              next_card=_card_in_the_write(voter))
