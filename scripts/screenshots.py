@@ -2,8 +2,9 @@
 
     .venv/bin/python scripts/screenshots.py [OUT_DIR]   # default: screenshots/
 
-Loads a small demo campaign into a throwaway instance, serves it on a free port and drives
-Debian's chromium at 360x640 and 430x932, in English and in Arabic (right to left).
+Loads a small demo campaign and simulated votes into a throwaway instance, serves it on a
+free port and drives Debian's chromium at 360x640 and 430x932, in English and in Arabic
+(right to left).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+import numpy as np
 from playwright.sync_api import sync_playwright
 from werkzeug.serving import make_server
 
@@ -28,7 +30,8 @@ LANGUAGES = ["en", "ar"]  # left to right, and right to left
 
 
 def walk(page, base: str, out: Path, tag: str) -> None:
-    """The landing page, a task of each criterion, the report form, the thank-you card."""
+    """The landing page, a task of each criterion, the report form, the thank-you card, the
+    leaderboard."""
 
     def shot(name: str, full_page: bool = False) -> None:
         page.wait_for_load_state("networkidle")
@@ -63,6 +66,8 @@ def walk(page, base: str, out: Path, tag: str) -> None:
     card.locator("button[name=continue]").tap()
     page.locator("section.done").wait_for()
     shot("done")
+    page.goto(f"{base}/leaderboard?criterion=preference")
+    shot("leaderboard", full_page=True)
 
 
 def main(out: Path) -> None:
@@ -74,6 +79,7 @@ def main(out: Path) -> None:
     with app.app_context():
         upgrade_schema()
         demo.load_demo(n_prompts=4, images_per_model=2)
+        demo.simulate_votes(300, np.random.default_rng(2026))  # (a ranking to show)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_port}"

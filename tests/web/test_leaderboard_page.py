@@ -32,7 +32,7 @@ def test_slices_filter_and_htmx_returns_the_board_only(client, board):
     partial = client.get("/leaderboard?criterion=preference&continent=EU",
                          headers={"HX-Request": "true"})
     body = partial.get_data(as_text=True)
-    assert body.lstrip().startswith('<section class="card board" id="board">')
+    assert body.lstrip().startswith('<section class="card board" id="board"')
     assert "HX-Request" in partial.headers["Vary"]
     first_row = body.split("<tbody>")[1]
     assert first_row.index("model-0") < first_row.index("model-2")
