@@ -144,6 +144,7 @@ def write_transaction(after_reads: bool = False, keep_loaded: bool = False):
     has read everything it shows and only records something: nothing is read again).
     """
     session = db.session()
+    session.info.pop(KEPT_READS, None)
     sqlite = db.engine.dialect.name == "sqlite"
     expire = session.expire_on_commit
     session.expire_on_commit = expire and not keep_loaded
@@ -197,8 +198,16 @@ def end_reads() -> None:
     the writes: under READ COMMITTED every statement sees what is committed, and the rows
     written are locked as they are written, so the only difference is two round trips
     saved (a ROLLBACK and a BEGIN, of about eight per vote)."""
+    db.session.info.pop(KEPT_READS, None)
     if db.engine.dialect.name == "sqlite" and not _reads_only(db.session()):
         db.session.rollback()
+
+
+# Rows a request's reads kept for a later step of the same reads (a task route's task, read
+# with its voter: arena.voting.tasks.voter_and_task), in ``db.session.info``: forgotten when
+# the reads end (end_reads, a write transaction begun), so that nothing decided under a
+# write's locks rests on a row read before them.
+KEPT_READS = "arena_kept_reads"
 
 
 # On SQLite a write transaction after reads used to give the connection back to the pool and

@@ -22,7 +22,13 @@ from sqlalchemy import select, true, update
 
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
-from arena.infra.database import expire_as_committed, param, retry_on_lock, write_transaction
+from arena.infra.database import (
+    KEPT_READS,
+    expire_as_committed,
+    param,
+    retry_on_lock,
+    write_transaction,
+)
 from arena.infra.prepared import run
 from arena.models import Comparison, Image, Prompt, Task, Voter, VotingSession, utcnow
 from arena.voting import matchmaking, pacing, shown, voters
@@ -57,7 +63,7 @@ def owned_task(voter: Voter, task_id: int):
     ------
     TaskNotFound, NotYourTask
     """
-    kept = db.session.info.get(_KEPT, {}).pop(task_id, None)
+    kept = db.session.info.get(KEPT_READS, {}).pop(task_id, None)
     if kept is not None and kept[0] is db.session().get_transaction():
         task = kept[1]
     else:
@@ -83,9 +89,11 @@ def voter_and_task(kind: str, credential: str | None, task_id: int) -> Voter | N
     row = run(_voter_and_task_query(kind), {"p_key": key, "p_task": task_id}).first()
     if row is None:
         return voters.remember(kind, key, None)
-    voter = voters.remember(kind, key, dict(zip(_VOTER_FIELDS, row, strict=False)))
-    task = OwnedTask(*row[len(_VOTER_FIELDS):])
-    db.session.info.setdefault(_KEPT, {})[task_id] = (
+    split = len(_VOTER_FIELDS)
+    voter = voters.remember(kind, key, dict(zip(_VOTER_FIELDS, row[:split], strict=True)))
+    task = OwnedTask(*row[split:])  # (a column too many or too few raises)
+    # task id -> (the transaction that read it, its row or None: no such task)
+    db.session.info.setdefault(KEPT_READS, {})[task_id] = (
         db.session().get_transaction(), None if task.id is None else task)
     return voter
 
@@ -95,7 +103,6 @@ def api_voter(token: str | None, task_id: int) -> Voter:
     return voters.required(voter_and_task("token", token, task_id))
 
 
-_KEPT = "arena_task_rows"  # task id -> (the transaction that read it, its row or None)
 OwnedTask = namedtuple("OwnedTask", [
     "id", "voter_id", "session_id", "session_public_id", "left_image_id", "right_image_id",
     "issued_at", "shown_at", "read_confirmed_at", "answered_at", "skipped_at",

@@ -42,7 +42,7 @@ from werkzeug.exceptions import TooManyRequests
 
 from arena.errors import Unavailable
 from arena.infra.network import network_hash
-from arena.voting import voters
+from arena.voting import tasks, voters
 from arena.web.requests import bearer_token
 
 log = logging.getLogger(__name__)
@@ -197,29 +197,34 @@ def _identity() -> str | None:
     """The key of the existing voter this route identifies (cached for the request)."""
     if "arena_identity" in g:
         return g.arena_identity
-    found = (voters.voter_by_token(bearer_token()) if _uses_tokens()
-             else voters.voter_by_public_id(session.get("voter")))
-    g.arena_identity = key = _presented_key() if found is not None else None
+    key = None
+    if _uses_tokens():
+        token = bearer_token()
+        if _voter("token", token) is not None:
+            key = "t:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+    else:
+        public_id = session.get("voter")
+        if _voter("public", public_id) is not None:
+            key = "v:" + hashlib.sha256(str(public_id).encode()).hexdigest()[:32]
+    g.arena_identity = key
     return key
 
 
+def _voter(kind: str, credential: str | None):
+    """The voter holding ``credential``, as the route will read it: on a task's route with
+    the task, in one statement (arena.voting.tasks.voter_and_task: the route's own lookup
+    then finds both read), else alone."""
+    task_id = (request.view_args or {}).get("task_id")
+    if task_id is not None:
+        return tasks.voter_and_task(kind, credential, task_id)
+    if kind == "token":
+        return voters.voter_by_token(credential)
+    return voters.voter_by_public_id(credential)
+
+
 def voter_key() -> str:
-    """The voter the request says it comes from (its token, or the voter id in its signed
-    cookie), else its network. Not looked up: the route does that, with what it acts on
-    (:func:`arena.voting.tasks.voter_and_task`); a made-up token has a bucket of its own
-    but is refused (401) and still counts against its network's limit. Only lifting the
-    new-identity limit needs a voter who exists (:func:`has_identity`)."""
-    if "arena_presented" not in g:
-        g.arena_presented = _presented_key()
-    return g.arena_presented or network_key()
-
-
-def _presented_key() -> str | None:
-    if _uses_tokens():
-        token = bearer_token()
-        return "t:" + hashlib.sha256(token.encode()).hexdigest()[:32] if token else None
-    public_id = session.get("voter")
-    return "v:" + hashlib.sha256(str(public_id).encode()).hexdigest()[:32] if public_id else None
+    """The existing voter making the request, else their network."""
+    return _identity() or network_key()
 
 
 def has_identity() -> bool:

@@ -95,7 +95,7 @@ def test_a_task_read_with_its_voter_serves_that_transaction_only(campaign):
     (``tasks.voter_and_task``) and ``owned_task`` takes that row instead of reading again;
     once the transaction it was read in has ended, the task is read afresh (a vote in
     between would otherwise be missed)."""
-    from arena.infra.database import write_transaction
+    from arena.infra.database import end_reads, write_transaction
     from arena.models import Task
     from arena.voting import tasks
     from tests.factories import start
@@ -121,6 +121,14 @@ def test_a_task_read_with_its_voter_serves_that_transaction_only(campaign):
         with write_transaction():
             db.session.get(Task, task_id).answered_at = datetime(2026, 1, 1)
         assert tasks.owned_task(found, task_id).answered_at == datetime(2026, 1, 1)
+        # the reads ended (on PostgreSQL the same transaction goes on into the writes):
+        # nothing decided under a write's locks rests on the row read before them
+        db.session.remove()
+        found = tasks.voter_and_task("public", public_id, task_id)
+        end_reads()
+        statements.clear()
+        tasks.owned_task(found, task_id)
+        assert len([s for s in statements if "FROM task" in s]) == 1, statements
     finally:
         event.remove(db.engine, "before_cursor_execute", listener)
     # another voter's credential finds the task, not a right to it
