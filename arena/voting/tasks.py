@@ -57,7 +57,7 @@ def owned_task(voter: Voter, task_id: int):
     validation answer and id, both images' models, and its caption
     (:func:`arena.voting.shown.caption_column`). What every task route (a vote, a caption
     confirmed, a skip, a report) checks before it acts. The row :func:`voter_and_task` read
-    with the voter in this transaction, when there is one; else one statement.
+    with the voter in this request's reads, when there is one; else one statement.
 
     Raises
     ------
@@ -79,8 +79,10 @@ def voter_and_task(kind: str, credential: str | None, task_id: int) -> Voter | N
     """The voter holding ``credential`` (``kind`` "token": an API token; "public": the
     public id in the page's signed cookie), as :func:`arena.voting.voters.voter_by_token`
     and :func:`~arena.voting.voters.voter_by_public_id` give it, with task ``task_id``'s row
-    read in the same statement and kept for :func:`owned_task` in this transaction: a task
-    route's two reads in one round trip. None when nobody holds the credential."""
+    read in the same statement and kept for :func:`owned_task` until the request's reads
+    end (:data:`arena.infra.database.KEPT_READS`): a task route's two reads in one round
+    trip, whether the rate limiter (arena.web.limits) or the route asks first. None when
+    nobody holds the credential."""
     key = voters.key_of(kind, credential)
     if key is None:
         return None
