@@ -153,11 +153,13 @@ main = ArenaGroup(create_app=_make_app, help="Arena: human evaluation of image m
 
 
 def _add_commands_without_the_app() -> None:
-    """Commands that must run even when the app cannot be built (``arena restart`` refuses
-    such a release): on the group itself, which Flask looks in before building the app."""
+    """Commands that run before the app is built, or without it: on the group itself, which
+    Flask looks in before building the app. ``arena restart`` refuses a release whose app
+    cannot be built; ``arena serve`` listens on its port before it builds the app."""
     from arena.cli.restart import COMMANDS
+    from arena.cli.server import serve_command
 
-    for command in COMMANDS:
+    for command in (*COMMANDS, serve_command):
         _wrap(command)
         main.add_command(command)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 from flask import current_app
-from flask.cli import with_appcontext
+from flask.cli import ScriptInfo, pass_script_info, with_appcontext
 
 from arena.infra.instance import upgrade_database
 
@@ -59,10 +59,51 @@ def demo_command(n_prompts, n_images, n_votes):
 @click.option("--pid", "pid_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the server's process id (default: INSTANCE/arena.pid; "
               "removed when it stops).")
-@with_appcontext
-def serve_command(host, port, workers, threads, pid_file):
+@pass_script_info
+def serve_command(info: ScriptInfo, host, port, workers, threads, pid_file):
     """Serve the app with gunicorn (upgrading the database schema first). Stop it with
     Ctrl+C or `kill $(cat instance/arena.pid)`: requests under way are finished first."""
+    # The port first, then the app (registered on the group itself: arena/cli/__init__.py):
+    # building the app took the 0.6 s of the 0.9 s a start took to listen, and every request
+    # meanwhile was refused (a restart after a crash refused 48 under load). Bound first, the
+    # requests wait in the port's queue until the workers take them.
+    fd = _listen_early(host, port)
+    try:
+        with info.load_app().app_context():
+            _serve(host, port, workers, threads, pid_file, fd)
+    finally:
+        if fd is not None and not _handed_over(fd):
+            os.close(fd)
+
+
+def _listen_early(host: str, port: int) -> int | None:
+    """A listening socket on ``host``:``port``, as gunicorn would make it (SO_REUSEADDR, its
+    backlog), its descriptor for gunicorn to take; None when gunicorn is handed its sockets
+    (`arena restart`'s new server inherits the running one's; systemd's socket activation)."""
+    import socket
+
+    if "GUNICORN_FD" in os.environ or os.environ.get("LISTEN_PID") == str(os.getpid()):
+        return None
+    try:
+        family, *_ = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                        flags=socket.AI_PASSIVE)[0]
+        listener = socket.create_server((host, port), family=family, backlog=LISTEN_BACKLOG)
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        raise click.ClickException(f"cannot listen on {host}:{port}: {reason} (is another "
+                                   "server running on it? --port chooses another)") from None
+    return listener.detach()  # (gunicorn takes the descriptor over and closes it when done)
+
+
+LISTEN_BACKLOG = 2048  # gunicorn's default
+_TAKEN: set[int] = set()  # descriptors gunicorn took over
+
+
+def _handed_over(fd: int) -> bool:
+    return fd in _TAKEN
+
+
+def _serve(host, port, workers, threads, pid_file, fd: int | None):
     from flask import current_app
     from gunicorn.app.base import BaseApplication
 
@@ -87,7 +128,8 @@ def serve_command(host, port, workers, threads, pid_file):
 
     class Server(BaseApplication):
         def load_config(self):
-            self.cfg.set("bind", f"{host}:{port}")
+            # the socket bound above, else (handed sockets) the address gunicorn's are on
+            self.cfg.set("bind", f"fd://{fd}" if fd is not None else f"{host}:{port}")
             self.cfg.set("workers", workers)
             self.cfg.set("threads", threads)
             self.cfg.set("worker_class", WORKER_CLASS)
@@ -107,6 +149,8 @@ def serve_command(host, port, workers, threads, pid_file):
             return wsgi_app()
 
         def run(self):  # (BaseApplication.run, with the hand-over's arbiter)
+            if fd is not None:
+                _TAKEN.add(fd)  # (gunicorn closes it: sock.BaseSocket)
             try:
                 restart.HandOverArbiter(self).run()
             except RuntimeError as error:

@@ -176,6 +176,47 @@ def test_a_killed_master_can_be_restarted_with_the_readme_command(tmp_path):
     assert not pid_file.exists()
 
 
+
+def test_a_starting_server_queues_requests_instead_of_refusing_them(demo_instance):
+    """Before: `arena serve` built the app (0.6 s of the 0.9 s until it listened) before it
+    bound its port, so every request meanwhile was refused: after a crash, a restart under
+    load refused 48 (benchmarks/faults.py). Now the port is bound first. Here the app's
+    build is made slow (its config.py sleeps 3 s): a connection made within the first
+    seconds is accepted, and its request answered once the workers are up."""
+    config = demo_instance / "config.py"
+    config.write_text("import time\ntime.sleep(3)\n" + config.read_text())
+    port = free_port()
+    started = time.monotonic()
+    server = serve(demo_instance, port)
+    try:
+        while True:
+            assert server.poll() is None, server.stdout.read()
+            try:
+                connection = socket.create_connection(("127.0.0.1", port), timeout=30)
+                break
+            except ConnectionRefusedError:
+                assert time.monotonic() - started < 2.5, "the port was not bound first"
+                time.sleep(0.02)
+        listening = time.monotonic() - started
+        with connection:
+            connection.sendall(b"GET /api/v1/health/live HTTP/1.1\r\nHost: x\r\n"
+                               b"Connection: close\r\n\r\n")
+            answer = connection.recv(4096)
+        answered = time.monotonic() - started
+        assert answer.startswith(b"HTTP/1.1 200"), answer
+        assert listening < 2.5 and answered > 3, (listening, answered)
+    finally:
+        stop(server)
+    # a second server on a port in use says so at once, without building the app
+    taken = socket.create_server(("127.0.0.1", 0))
+    with taken:
+        started = time.monotonic()
+        refused = subprocess.run([ARENA, "serve", "--port", str(taken.getsockname()[1])],
+                                 env=server_env(demo_instance), cwd=ROOT, capture_output=True,
+                                 text=True, timeout=60)
+    assert refused.returncode == 1 and "Address already in use" in refused.stderr, refused
+    assert time.monotonic() - started < 2.5  # (the app, 3 s to build, was not built)
+
 class Voters:
     """Phone voters through the JSON API, one thread each, voting without a pause until
     stopped: what each acknowledged and every request that failed (refused, reset, 5xx)."""
