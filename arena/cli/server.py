@@ -85,9 +85,18 @@ def _listen_early(host: str, port: int) -> int | None:
     if "GUNICORN_FD" in os.environ or os.environ.get("LISTEN_PID") == str(os.getpid()):
         return None
     try:
-        family, *_ = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                        flags=socket.AI_PASSIVE)[0]
-        listener = socket.create_server((host, port), family=family, backlog=LISTEN_BACKLOG)
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        # (as gunicorn binds: no IPV6_V6ONLY set, so "::" takes IPv4 too where the system
+        # does by default; socket.create_server would make it IPv6 only)
+        listener = socket.socket(family, kind, proto)
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(address)
+            listener.listen(LISTEN_BACKLOG)
+        except OSError:
+            listener.close()
+            raise
     except OSError as error:
         reason = os.strerror(error.errno) if error.errno else str(error)
         raise click.ClickException(f"cannot listen on {host}:{port}: {reason} (is another "
