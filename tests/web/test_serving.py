@@ -470,3 +470,26 @@ def test_a_restart_cut_short_leaves_one_server(demo_instance, tmp_path):
             while not _gone(survivor) and time.monotonic() < deadline:
                 time.sleep(0.1)
     assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+
+
+def _dual_stack() -> bool:
+    try:
+        return socket.has_ipv6 and Path("/proc/sys/net/ipv6/bindv6only").read_text() == "0\n"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _dual_stack(), reason="no IPv6, or the system binds IPv6 alone")
+def test_the_early_socket_on_all_addresses_takes_ipv4_too():
+    """`arena serve --host ::` binds its port itself now, before gunicorn (which sets no
+    IPV6_V6ONLY): it takes IPv4 connections too, as gunicorn's own socket did."""
+    from arena.cli.server import _listen_early
+
+    fd = _listen_early("::", 0)
+    listener = socket.socket(fileno=fd)
+    with listener:
+        port = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+        with socket.create_connection(("::1", port), timeout=5):
+            pass
