@@ -48,7 +48,7 @@ def demo_command(n_prompts, n_images, n_votes):
 
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--port", default=5000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--workers", default=None, type=click.IntRange(1, 64),
               help="Processes (default: one per CPU core, at most 8; one when rate limits are kept "
               "in memory). They share the rate limits through the instance's "
@@ -77,31 +77,43 @@ def serve_command(info: ScriptInfo, host, port, workers, threads, pid_file):
 
 
 def _listen_early(host: str, port: int) -> int | None:
-    """A listening socket on ``host``:``port``, as gunicorn would make it (SO_REUSEADDR, its
-    backlog), its descriptor for gunicorn to take; None when gunicorn is handed its sockets
-    (`arena restart`'s new server inherits the running one's; systemd's socket activation)."""
+    """A listening socket on ``host``:``port``, made as gunicorn makes its own (an IPv6
+    socket for an IPv6 address, IPv4 for anything else; SO_REUSEADDR; no IPV6_V6ONLY, so
+    "::" takes IPv4 too where the system does; its backlog), its descriptor for gunicorn to
+    take. None when gunicorn is handed its sockets: `arena restart`'s new server inherits
+    the running one's (GUNICORN_PID, as gunicorn itself checks), or systemd's socket
+    activation names this process."""
+    import errno
     import socket
 
-    if "GUNICORN_FD" in os.environ or os.environ.get("LISTEN_PID") == str(os.getpid()):
+    if "GUNICORN_PID" in os.environ or os.environ.get("LISTEN_PID") == str(os.getpid()):
         return None
+    address = _address(host)
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-        # (as gunicorn binds: no IPV6_V6ONLY set, so "::" takes IPv4 too where the system
-        # does by default; socket.create_server would make it IPv6 only)
-        listener = socket.socket(family, kind, proto)
-        try:
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listener.bind(address)
-            listener.listen(LISTEN_BACKLOG)
-        except OSError:
-            listener.close()
-            raise
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((address, port))
+        listener.listen(LISTEN_BACKLOG)
     except OSError as error:
-        reason = os.strerror(error.errno) if error.errno else str(error)
-        raise click.ClickException(f"cannot listen on {host}:{port}: {reason} (is another "
-                                   "server running on it? --port chooses another)") from None
+        listener.close()
+        hint = (" (is another server running on it? --port chooses another)"
+                if error.errno == errno.EADDRINUSE else "")
+        raise click.ClickException(
+            f"cannot listen on {_bind(host, port)}: {error.strerror or error}{hint}") from None
     return listener.detach()  # (gunicorn takes the descriptor over and closes it when done)
+
+
+def _address(host: str) -> str:
+    """``--host`` as gunicorn reads it: brackets around an IPv6 address dropped, "" for
+    every IPv4 address."""
+    return host.strip("[]") if host.strip("[]") else "0.0.0.0"
+
+
+def _bind(host: str, port: int) -> str:
+    """gunicorn's bind setting for ``host`` and ``port`` (an IPv6 address in brackets)."""
+    address = _address(host)
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
 
 
 LISTEN_BACKLOG = 2048  # gunicorn's default
@@ -138,7 +150,7 @@ def _serve(host, port, workers, threads, pid_file, fd: int | None):
     class Server(BaseApplication):
         def load_config(self):
             # the socket bound above, else (handed sockets) the address gunicorn's are on
-            self.cfg.set("bind", f"fd://{fd}" if fd is not None else f"{host}:{port}")
+            self.cfg.set("bind", f"fd://{fd}" if fd is not None else _bind(host, port))
             self.cfg.set("workers", workers)
             self.cfg.set("threads", threads)
             self.cfg.set("worker_class", WORKER_CLASS)
@@ -165,7 +177,7 @@ def _serve(host, port, workers, threads, pid_file, fd: int | None):
             except RuntimeError as error:
                 raise SystemExit(f"\nError: {error}\n") from None
 
-    click.echo(f"Arena is running at http://{host}:{port} with {workers} worker(s) x "
+    click.echo(f"Arena is running at http://{_bind(host, port)} with {workers} worker(s) x "
                f"{threads} threads  (Ctrl+C to stop)")
     Server().run()
 

@@ -493,3 +493,17 @@ def test_the_early_socket_on_all_addresses_takes_ipv4_too():
             pass
         with socket.create_connection(("::1", port), timeout=5):
             pass
+
+
+def test_the_hosts_gunicorn_took_are_taken_as_it_took_them():
+    """The early socket and a restart's new server (which gunicorn binds from the setting)
+    read --host as gunicorn did: an IPv6 address bare or in brackets, "" for every IPv4
+    address. The review found `arena restart` failing for --host :: (gunicorn split ":::80"
+    on its colons)."""
+    from arena.cli.server import _bind
+
+    assert _bind("::", 5000) == _bind("[::]", 5000) == "[::]:5000"
+    assert _bind("[::1]", 80) == "[::1]:80"
+    assert _bind("", 5000) == "0.0.0.0:5000"
+    assert _bind("127.0.0.1", 5000) == "127.0.0.1:5000"
+    assert _bind("localhost", 5000) == "localhost:5000"
