@@ -72,7 +72,7 @@ def serve_command(info: ScriptInfo, host, port, workers, threads, pid_file):
         with info.load_app().app_context():
             _serve(host, port, workers, threads, pid_file, fd)
     finally:
-        if fd is not None and not _handed_over(fd):
+        if fd is not None and fd not in _TAKEN:
             os.close(fd)
 
 
@@ -107,7 +107,7 @@ def _listen_early(host: str, port: int) -> int | None:
 def _address(host: str) -> str:
     """``--host`` as gunicorn reads it: brackets around an IPv6 address dropped, "" for
     every IPv4 address."""
-    return host.strip("[]") if host.strip("[]") else "0.0.0.0"
+    return host.strip("[]") or "0.0.0.0"
 
 
 def _bind(host: str, port: int) -> str:
@@ -118,10 +118,6 @@ def _bind(host: str, port: int) -> str:
 
 LISTEN_BACKLOG = 2048  # gunicorn's default
 _TAKEN: set[int] = set()  # descriptors gunicorn took over
-
-
-def _handed_over(fd: int) -> bool:
-    return fd in _TAKEN
 
 
 def _serve(host, port, workers, threads, pid_file, fd: int | None):

@@ -86,8 +86,9 @@ def voter_and_task(kind: str, credential: str | None, task_id: int) -> Voter | N
     key = voters.key_of(kind, credential)
     if key is None:
         return None
-    if voters.is_known(kind, key):  # (looked up already in this request)
-        return voters.remembered(kind, key)
+    voter = voters.known(kind, key)
+    if voter is not None:  # (looked up already in this request)
+        return voter
     row = run(_voter_and_task_query(kind), {"p_key": key, "p_task": task_id}).first()
     if row is None:
         return voters.remember(kind, key, None)

@@ -131,6 +131,11 @@ def voter_by_public_id(public_id: str | None) -> Voter | None:
     return _remembered("public", key_of("public", public_id))
 
 
+def voter_by(kind: str, credential: str | None) -> Voter | None:
+    """:func:`voter_by_token` (``kind`` "token") or :func:`voter_by_public_id` ("public")."""
+    return _remembered(kind, key_of(kind, credential))
+
+
 def key_of(kind: str, credential: str | None) -> str | None:
     """What a voter is looked up by: the hash of a token (``kind`` "token"), a public id as
     it is ("public"); None for no credential."""
@@ -146,21 +151,16 @@ def _remembered(kind: str, key: str | None) -> Voter | None:
     :func:`arena.voting.tasks.voter_and_task`)."""
     if key is None:
         return None
-    if is_known(kind, key):
-        return remembered(kind, key)
-    return remember(kind, key, _values(run(voter_query(kind), {"p_key": key}).first()))
+    return known(kind, key) or remember(
+        kind, key, _values(run(voter_query(kind), {"p_key": key}).first()))
 
 
-def is_known(kind: str, key: str) -> bool:
-    """Whether the voter of ``kind`` and ``key`` was found in this database session and is
-    still there (one not found may have been created since, one deleted is looked for
+def known(kind: str, key: str) -> Voter | None:
+    """The voter of ``kind`` and ``key`` if found in this database session and still there,
+    else None (one not found may have been created since, one deleted is looked for
     again)."""
     voter = db.session.info.get(_KNOWN, {}).get((kind, key))
-    return voter is not None and voter in db.session
-
-
-def remembered(kind: str, key: str) -> Voter | None:
-    return db.session.info[_KNOWN][kind, key]
+    return voter if voter is not None and voter in db.session else None
 
 
 def remember(kind: str, key: str, values: dict | None) -> Voter | None:

@@ -217,9 +217,7 @@ def _voter(kind: str, credential: str | None):
     task_id = (request.view_args or {}).get("task_id")
     if task_id is not None:
         return tasks.voter_and_task(kind, credential, task_id)
-    if kind == "token":
-        return voters.voter_by_token(credential)
-    return voters.voter_by_public_id(credential)
+    return voters.voter_by(kind, credential)
 
 
 def voter_key() -> str:
