@@ -7,6 +7,7 @@ attack table.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from collections import Counter
@@ -35,6 +36,7 @@ class Seen:
     length: int = 0
     container: dict[str, int] = field(default_factory=dict)  # what the file's header says
     content: int | None = None  # the pixels re-encoded: what any script holding them knows
+    digest: str = ""  # the served file's SHA-256: which responses were the same bytes
 
     def features(self) -> dict[str, object]:
         """Everything but the pixels and the byte length (reported on its own)."""
@@ -78,7 +80,7 @@ def fetch(client, url: str, label: str, position: int, pixels: bool = False) -> 
         img.convert("RGB").save(buf, "WEBP", quality=82)
         content = len(buf.getvalue())
     return Seen(url, label, position, headers, img.width, img.height, len(data),
-                container(data), content)
+                container(data), content, hashlib.sha256(data).hexdigest())
 
 
 def chance_ceiling(n: int, alpha: float = 1e-3) -> float:
