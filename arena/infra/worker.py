@@ -113,9 +113,10 @@ class BufferingWorker(ThreadWorker):
         super().load_wsgi()
         # The app just built (its modules, mappers, statements and templates: ~130k objects)
         # lives as long as the worker. Left to the collector, every full collection walked
-        # all of it: 50 ms with the GIL held, once every ~1,000 requests, a pause the writer
-        # lock's holder took with it. Frozen, collections look at new objects only:
-        # vote p99 under load 11.1-12.0 -> 8.2-9.7 ms (docs/performance-log.md, stop 39).
+        # all of it: 50 ms with the GIL held, about once per 1,000 requests in-process, a
+        # pause a writer lock's holder takes with it. Frozen, collections look at newer
+        # objects only (under load the vote's p99 moved within the noise of identical runs:
+        # docs/performance-log.md, stop 39).
         gc.collect()
         gc.freeze()
 
