@@ -21,7 +21,9 @@ ceiling, floor, floor, ceiling, Arena, ...), because this machine's speed drifts
 seconds: three runs each of the same code in one hour gave ratios of 0.39, 0.31 and 0.28
 with the ceiling measured after Arena in one turn each, 0.32, 0.38 and 0.36 in 2 rounds,
 0.33, 0.34 and 0.33 in 6 (while the ratios of single 5 s rounds moved from 0.24 to 0.43).
-The ratio of each round is printed too. ``--html`` drives the htmx voter pages instead of
+The ratio of each round is printed too, and each round's p99 of a vote and of a session
+(in one hour, two runs of identical code gave vote p99s of 8.18 and 11.10 ms: a p99
+needs its rounds beside it). ``--html`` drives the htmx voter pages instead of
 the API: the landing page and its start form once per voter, then the cards, and each next
 session from the end card's "Next session" as htmx posts it (endpoint "next").
 
@@ -318,9 +320,18 @@ def run(label: str, url: str | None, args) -> None:
                       for a, b, f in zip(arena, bare, *floor, strict=True)
                       if _count(b, "insert") and _count(f, "vote")] if floor else []
     report(label, combined(arena, args.seconds), combined(bare, args.seconds), args, by_round,
-           combined(floor[0], args.seconds) if floor else None, floor_by_round)
+           combined(floor[0], args.seconds) if floor else None, floor_by_round,
+           [p99s(driven) for driven in arena])
     if url:
         report_updates(url)
+
+
+def p99s(driven: dict, names=("vote", "session", "next")) -> dict[str, float]:
+    """One round's app p99 (ms) per endpoint of ``names`` it served: how far the run's p99
+    moves from round to round (two runs of identical code have differed by 3 ms in the
+    vote's; a difference within that spread says nothing)."""
+    return {name: float(np.percentile(driven[name]["server_ms"], 99)) for name in names
+            if name in driven and driven[name]["server_ms"]}
 
 
 def _count(driven: dict, name: str) -> int:
@@ -328,7 +339,8 @@ def _count(driven: dict, name: str) -> int:
 
 
 def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
-           floor: dict | None = None, floor_by_round: list[tuple] = ()) -> None:
+           floor: dict | None = None, floor_by_round: list[tuple] = (),
+           p99_by_round: list[dict] = ()) -> None:
     flow = "htmx pages" if args.html else "JSON API"
     gold = "made by the server under load (--cold)" if args.cold else "made ahead"
     print(f"\n{label}: {args.users} voters ({flow}, {args.client} client), {args.workers} "
@@ -346,6 +358,11 @@ def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
           f"{votes / ceiling if ceiling else float('nan'):.2f} (goal >= 0.5)")
     if len(by_round) > 1:
         print("  ratio by round: " + ", ".join(f"{ratio:.2f}" for ratio in by_round))
+    for name in ("vote", "session", "next"):
+        rounds = [p99[name] for p99 in p99_by_round if name in p99]
+        if len(rounds) > 1:
+            print(f"  app p99 of a {name} by round: "
+                  + ", ".join(f"{ms:.2f}" for ms in rounds) + " ms")
     if floor:
         print("  the protocol floor (benchmarks/ceiling.py: the same flow, its records only):")
         for name in ("session", "read", "vote"):

@@ -39,6 +39,11 @@ def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
     assert "2 alternating round(s)" in out, out
     by_round = re.search(r"ratio by round: ([\d.]+), ([\d.]+)$", out, re.M)
     assert by_round and all(0 < float(r) < 5 for r in by_round.groups()), out
+    # each round's p99 beside the run's, to show how far it moves on its own
+    total = re.search(r"^\s+vote\s+[\d.]+\s+\d+\s+[\d.]+\s+([\d.]+)\s", out, re.M)
+    rounds = re.search(r"app p99 of a vote by round: ([\d.]+), ([\d.]+) ms$", out, re.M)
+    assert rounds and total, out
+    assert min(map(float, rounds.groups())) <= float(total[1]) + 0.01, out
     # the API flow is driven against the protocol floor too (its records only), by turns
     floor = re.search(r"floor votes/s ([\d.]+): ratio ([\d.]+) to the bare INSERT; Arena at "
                       r"([\d.]+) of the floor", out)
