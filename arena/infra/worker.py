@@ -111,12 +111,14 @@ class BufferingWorker(ThreadWorker):
 
     def load_wsgi(self):
         super().load_wsgi()
-        # The app just built (its modules, mappers, statements and templates: ~130k objects)
-        # lives as long as the worker. Left to the collector, every full collection walked
-        # all of it: 50 ms with the GIL held, about once per 1,000 requests in-process, a
-        # pause a writer lock's holder takes with it. Frozen, collections look at newer
-        # objects only (under load the vote's p99 moved within the noise of identical runs:
-        # docs/performance-log.md, stop 39).
+        # What exists once the app is built (the imported modules, the app, its mappers:
+        # ~130k objects) lives as long as the worker. Left to the collector, every full
+        # collection walked all of it: 50 ms with the GIL held, about once per 1,000
+        # requests in-process, a pause a writer lock's holder takes with it. Frozen (after
+        # the garbage of loading is collected), collections walk only what came later, the
+        # templates and statements the first requests compile included. Under load the
+        # vote's p99 moved within the noise of identical runs (docs/performance-log.md,
+        # stop 39).
         gc.collect()
         gc.freeze()
 
