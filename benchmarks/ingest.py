@@ -326,11 +326,14 @@ def run(label: str, url: str | None, args) -> None:
         report_updates(url)
 
 
-def p99s(driven: dict, names=("vote", "session", "next")) -> dict[str, float]:
-    """One round's app p99 (ms) per endpoint of ``names`` it served: how far the run's p99
-    moves from round to round (two runs of identical code have differed by 3 ms in the
-    vote's; a difference within that spread says nothing)."""
-    return {name: float(np.percentile(driven[name]["server_ms"], 99)) for name in names
+P99_BY_ROUND = ("vote", "session", "next")  # endpoints whose p99 is printed per round
+
+
+def p99s(driven: dict) -> dict[str, float]:
+    """One round's app p99 (ms) per endpoint of :data:`P99_BY_ROUND` it served: how far the
+    run's p99 moves from round to round (two runs of identical code have differed by 3 ms
+    in the vote's; a difference within that spread says nothing)."""
+    return {name: float(np.percentile(driven[name]["server_ms"], 99)) for name in P99_BY_ROUND
             if name in driven and driven[name]["server_ms"]}
 
 
@@ -358,7 +361,7 @@ def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
           f"{votes / ceiling if ceiling else float('nan'):.2f} (goal >= 0.5)")
     if len(by_round) > 1:
         print("  ratio by round: " + ", ".join(f"{ratio:.2f}" for ratio in by_round))
-    for name in ("vote", "session", "next"):
+    for name in P99_BY_ROUND:
         rounds = [p99[name] for p99 in p99_by_round if name in p99]
         if len(rounds) > 1:
             print(f"  app p99 of a {name} by round: "

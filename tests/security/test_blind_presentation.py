@@ -13,8 +13,7 @@ from PIL import Image as PILImage
 from sqlalchemy import select
 
 from arena.campaigns import campaigns
-from arena.catalog import images as images_module
-from arena.catalog import ingest
+from arena.catalog import images, ingest
 from arena.extensions import db
 from arena.hype import runs
 from arena.models import HypeTrial, Image, Prompt
@@ -139,11 +138,11 @@ def test_a_voter_cannot_tell_one_model_from_another_without_looking(app):
 
                 row = db.session.get(Task, task["task_id"])
                 truth = {"left": row.left_image.model.name, "right": row.right_image.model.name}
-                images = {"left": row.left_image_id, "right": row.right_image_id}
+                ids = {"left": row.left_image_id, "right": row.right_image_id}
             for k, side in enumerate(("left", "right")):
                 seen.append(fetch(client, task[side]["url"], truth[side], k))
-                files.setdefault(images[side], set()).add(seen[-1].digest)
-                names.setdefault(images[side], []).append(task[side]["url"])
+                files.setdefault(ids[side], set()).add(seen[-1].digest)
+                names.setdefault(ids[side], []).append(task[side]["url"])
     assert {(s.width, s.height) for s in seen} == {(384, 384)}
     # a new name for every showing of an image (other tasks, either side, other voters)
     assert all(len(set(urls)) == len(urls) for urls in names.values())
@@ -157,7 +156,7 @@ def test_a_voter_cannot_tell_one_model_from_another_without_looking(app):
     # coin's ceiling (which assumes the halves independent).
     with app.app_context():
         for image_id, digests in files.items():
-            shown = images_module.present(images_module.decode(uploads[image_id]), 384)
+            shown = images.present(images.decode(uploads[image_id]), 384)
             assert digests == {hashlib.sha256(shown).hexdigest()}, image_id
     results = attack(seen, np.random.default_rng(0))
     ceiling = chance_ceiling(len(seen) // 2, ALPHA)
