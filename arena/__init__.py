@@ -145,7 +145,7 @@ def configure_extensions(app: Flask) -> None:
     db.init_app(app)
     with app.app_context():
         database.ping_when_idle(db.engine)  # (PostgreSQL: a connection that lay idle)
-        database.keep_prepared_on_rollback(db.engine)  # (PostgreSQL: reads end in COMMIT)
+        database.keep_prepared_on_rollback(db.engine)  # (PostgreSQL: keep what it prepared)
     csrf.init_app(app)
     csrf_tokens.init_app(app)  # (each session's signed token kept, not re-signed per page)
     limits.init_app(app)

@@ -8,6 +8,7 @@ updates with ``SELECT ... FOR UPDATE``.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sqlite3
@@ -29,6 +30,7 @@ from arena.extensions import db
 from arena.infra.prepared import driver_sql, run
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 _SQLITE_BEGIN = "arena_sqlite_begin"
 _BEGIN = {"DEFERRED": "BEGIN DEFERRED", "IMMEDIATE": "BEGIN IMMEDIATE"}
 _CHANGES = "arena_sqlite_changes"  # the connection's total_changes when its transaction began
@@ -116,50 +118,59 @@ def ping_when_idle(engine: Engine) -> None:
 
 
 # psycopg forgets every statement it prepared on a connection when that connection rolls
-# back (``Connection.rollback`` clears its cache and sends DEALLOCATE ALL). Most rollbacks
-# here end reads, not writes: a request that only read (an image, a page), a check that
-# found nothing to do (the gold supply after a gold answer), the session closed at the end
-# of a request. Each one sent the connection back to parsing and planning every statement
-# of the vote path afresh for its next five runs: under benchmarks/ingest.py's load three
-# quarters of the vote path's statements on PostgreSQL ran unprepared (the server's log),
-# and PostgreSQL spent 2.3 ms of CPU per request against the protocol floor's 0.4.
-# A transaction that wrote nothing ends the same whether committed or rolled back, so it is
-# committed instead, and the rollback that follows finds no transaction and leaves the
-# cache alone. Whether it wrote is PostgreSQL's to say: a transaction gets an id with its
-# first write, so the check holds for every channel (ORM flushes, Core, the driver's own
-# statements) and a transaction that wrote anything is rolled back as before.
+# back (``Connection.rollback`` clears its cache and sends DEALLOCATE ALL, in case the
+# transaction dropped or altered what a statement refers to). Most rollbacks here end reads,
+# not writes: a request that only read (an image, a page), a check that found nothing to do
+# (the gold supply after a gold answer), the session closed at the end of a request. Each
+# one sent the connection back to parsing and planning every statement of the vote path
+# afresh for its next five runs: under benchmarks/ingest.py's load three quarters of the
+# vote path's statements on PostgreSQL ran unprepared (the server's log), and PostgreSQL
+# spent 2.2 ms of CPU per request against the protocol floor's 0.4.
+# A transaction that changed nothing in the database cannot have dropped or altered
+# anything, and PostgreSQL says which those are: a transaction gets an id at its first
+# write, DDL and row locks included, whatever wrote it (ORM flushes, Core, the driver). Such
+# a transaction is rolled back on libpq's own connection, which psycopg does not watch, and
+# the driver's rollback that follows finds no transaction and keeps the cache. It is a
+# rollback all the same: what the transaction SET, NOTIFY-ed or LISTEN-ed to is undone
+# (a COMMIT, the first version of this, would have kept those). A transaction that wrote is
+# rolled back by the driver as before.
 _WROTE = {True: "SELECT pg_current_xact_id_if_assigned() IS NOT NULL",
           False: "SELECT txid_current_if_assigned() IS NOT NULL"}  # (before PostgreSQL 13)
 
 
 def keep_prepared_on_rollback(engine: Engine) -> None:
-    """On PostgreSQL (psycopg), end a transaction that wrote nothing with COMMIT where it
-    would be rolled back (see above), so the connection keeps its prepared statements.
-    Nothing on other databases or drivers."""
+    """On PostgreSQL (psycopg), roll back a transaction that wrote nothing without the
+    driver forgetting its prepared statements (see above). Nothing on other databases or
+    drivers."""
     if engine.dialect.name != "postgresql" or engine.dialect.driver != "psycopg":
         return
     from psycopg import Error as DriverError
-    from psycopg.pq import TransactionStatus
+    from psycopg.pq import ExecStatus, TransactionStatus
 
-    def commit_if_nothing_written(conn) -> None:
-        if conn.invalidated:
-            return  # (its connection was lost: there is nothing to keep)
-        dbapi_connection = conn.connection.dbapi_connection
-        if dbapi_connection.info.transaction_status != TransactionStatus.INTRANS:
-            return  # idle, or failed (an error inside it): the rollback is the way out
+    def rollback_keeping_statements(conn) -> None:
+        if conn.invalidated or not conn.connection.is_valid:
+            return  # (its connection was lost or dropped: there is nothing to keep)
+        driver = conn.connection.dbapi_connection
+        if driver is None or driver.prepare_threshold is None:
+            return  # (nothing prepared to keep)
+        if driver.info.transaction_status != TransactionStatus.INTRANS:
+            return  # idle, or failed (an error inside it): the driver's rollback as ever
         try:
-            cursor = dbapi_connection.cursor()
+            cursor = driver.cursor()
             try:
-                cursor.execute(_WROTE[dbapi_connection.info.server_version >= 130000])
+                cursor.execute(_WROTE[driver.info.server_version >= 130000])
                 wrote = cursor.fetchone()[0]
             finally:
                 cursor.close()
             if not wrote:
-                dbapi_connection.commit()
-        except DriverError:  # (a lost connection: the rollback that follows deals with it)
-            return
+                ended = driver.pgconn.exec_(b"ROLLBACK")
+                if ended.status != ExecStatus.COMMAND_OK:
+                    log.warning("rollback on libpq failed (%s); the driver's follows",
+                                ended.error_message.decode(errors="replace"))
+        except DriverError as error:  # (a lost connection: the driver's rollback follows)
+            log.debug("keeping prepared statements over a rollback failed: %s", error)
 
-    event.listen(engine, "rollback", commit_if_nothing_written)
+    event.listen(engine, "rollback", rollback_keeping_statements)
 
 
 # SQLite has one writer at a time, and a writer that finds the lock taken sleeps in its

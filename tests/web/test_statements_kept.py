@@ -4,17 +4,19 @@ psycopg forgets what it prepared on a connection whenever that connection rolls 
 every request that only read (an image, a page, the gold check after a gold answer) ended
 in a rollback: under load three quarters of the vote path's statements ran unprepared,
 parsed and planned afresh each time (arena.infra.database.keep_prepared_on_rollback). These
-tests count on the server (``pg_prepared_statements``) and check that a rollback still
-undoes whatever was written."""
+tests count on the server (``pg_prepared_statements``) and check that a rollback is still a
+rollback: what was written, and what was SET, is undone."""
 
 from __future__ import annotations
 
 import pytest
 from sqlalchemy import event, insert, select, text
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from arena.extensions import db
 from arena.infra.prepared import run
 from arena.models import Voter
+from tests.conftest import _pg_admin
 from tests.factories import make_campaign
 from tests.web.helpers import api_session, bearer
 
@@ -65,9 +67,8 @@ def _count_voters() -> int:
 
 @pytest.mark.parametrize("how", ["orm", "core", "driver"])
 def test_a_rollback_still_undoes_what_was_written(pg_app, how):
-    """Committing instead of rolling back is only for transactions that wrote nothing, as
-    PostgreSQL tells it (a transaction id is assigned at the first write), whichever way
-    the write went."""
+    """A transaction that wrote, whichever way, is rolled back by the driver (PostgreSQL
+    assigns a transaction id at the first write)."""
     with pg_app.app_context():
         before = _count_voters()
         db.session.rollback()
@@ -88,16 +89,44 @@ def test_a_rollback_still_undoes_what_was_written(pg_app, how):
         db.session.rollback()
 
 
-def test_reads_end_without_forgetting_and_a_failed_transaction_still_rolls_back(pg_app):
+def _prepared_here() -> int:
+    return db.session.execute(text("SELECT count(*) FROM pg_prepared_statements")).scalar()
+
+
+def test_what_a_transaction_set_is_undone_though_it_wrote_nothing(pg_app):
+    """Rolled back, not committed: a session-wide SET (or a NOTIFY, a LISTEN, a role) made
+    in a transaction that wrote nothing goes with it, and the statements stay prepared."""
     with pg_app.app_context():
         for _ in range(6):  # (prepared by psycopg at the sixth run)
             db.session.execute(select(Voter.id).where(Voter.public_id == "nobody")).all()
-        driver = db.session.connection().connection.dbapi_connection
-        assert driver._prepared._names  # (psycopg's own cache of prepared statements)
+        db.session.commit()
+        kept = _prepared_here()
+        default = db.session.execute(text("SHOW statement_timeout")).scalar()
+        db.session.execute(text("SET statement_timeout = '1234ms'"))
         db.session.rollback()
-        assert driver._prepared._names
-        assert driver.info.transaction_status.name == "IDLE"
-        with pytest.raises(Exception):  # noqa: B017  (any error fails the transaction)
+        assert db.session.execute(text("SHOW statement_timeout")).scalar() == default
+        assert _prepared_here() == kept >= 1
+
+
+def test_a_failed_transaction_still_rolls_back(pg_app):
+    with pg_app.app_context():
+        with pytest.raises(DBAPIError):  # (division by zero fails the transaction)
             db.session.execute(text("SELECT 1 / 0")).all()
-        db.session.rollback()  # (a failed transaction cannot commit: rolled back as ever)
+        db.session.rollback()  # (its COMMIT or ROLLBACK would be refused: the driver's own)
         assert db.session.execute(text("SELECT 2")).scalar() == 2
+
+
+def test_a_connection_lost_after_reads_fails_its_rollback_as_before(pg_app):
+    """The backend gone between a read and the rollback (a restart): the check fails, the
+    driver's rollback reports the lost connection as SQLAlchemy reports one, and the next
+    statement runs on a fresh connection."""
+    with pg_app.app_context():
+        backend = db.session.execute(select(db.func.pg_backend_pid())).scalar()
+        admin = _pg_admin()
+        try:
+            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (backend,))  # (waits)
+        finally:
+            admin.close()
+        with pytest.raises(OperationalError):
+            db.session.rollback()
+        assert db.session.execute(select(db.func.pg_backend_pid())).scalar() != backend
