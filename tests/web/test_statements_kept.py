@@ -94,8 +94,9 @@ def _prepared_here() -> int:
 
 
 def test_what_a_transaction_set_is_undone_though_it_wrote_nothing(pg_app):
-    """Rolled back, not committed: a session-wide SET (or a NOTIFY, a LISTEN, a role) made
-    in a transaction that wrote nothing goes with it, and the statements stay prepared."""
+    """Rolled back, not committed: a session-wide SET made in a transaction that wrote
+    nothing goes with it (as a NOTIFY, a LISTEN or a SET ROLE would), and the statements
+    stay prepared."""
     with pg_app.app_context():
         for _ in range(6):  # (prepared by psycopg at the sixth run)
             db.session.execute(select(Voter.id).where(Voter.public_id == "nobody")).all()
@@ -112,7 +113,7 @@ def test_a_failed_transaction_still_rolls_back(pg_app):
     with pg_app.app_context():
         with pytest.raises(DBAPIError):  # (division by zero fails the transaction)
             db.session.execute(text("SELECT 1 / 0")).all()
-        db.session.rollback()  # (its COMMIT or ROLLBACK would be refused: the driver's own)
+        db.session.rollback()  # (a failed transaction is left to the driver's rollback)
         assert db.session.execute(text("SELECT 2")).scalar() == 2
 
 
