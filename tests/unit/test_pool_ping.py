@@ -16,19 +16,11 @@ from arena.accounts import tokens
 from arena.extensions import db
 from arena.infra import database
 from arena.infra.prepared import run
-from tests.conftest import _pg_admin
+from tests.conftest import kill_backend
 from tests.factories import make_campaign, vote_as
 
 pytestmark = pytest.mark.postgres
 PID = select(func.pg_backend_pid())
-
-
-def _kill(backend: int) -> None:
-    admin = _pg_admin()
-    try:
-        admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
-    finally:
-        admin.close()
 
 
 def _only_connection_checked_in() -> int:
@@ -46,7 +38,7 @@ def test_a_connection_lost_while_idle_is_replaced_before_the_request_meets_it(
     client = pg_app.test_client()
     with pg_app.app_context():
         backend = _only_connection_checked_in()
-        _kill(backend)
+        kill_backend(backend)
         monkeypatch.setattr(database, "PING_AFTER_IDLE_S", 0.0)  # (idle long enough)
         ready = client.get("/api/v1/health/ready")
         assert ready.status_code == 200, ready.text  # the request never met the dead one
@@ -61,7 +53,7 @@ def test_a_connection_back_in_use_at_once_is_not_pinged(pg_app, monkeypatch):
     client = pg_app.test_client()
     with pg_app.app_context():
         backend = _only_connection_checked_in()
-        _kill(backend)
+        kill_backend(backend)
         with pytest.raises(DBAPIError) as lost:
             run(PID)
         assert lost.value.connection_invalidated

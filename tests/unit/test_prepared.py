@@ -163,15 +163,11 @@ def test_run_many_writes_each_item_as_sqlalchemys_executemany_does(on):
 def test_a_lost_connection_is_dropped_and_the_next_request_gets_a_fresh_one(pg_app):
     """The database server restarted (its backend killed): the statement fails as SQLAlchemy
     says a lost connection fails, and the pool does not hand that connection out again."""
-    from tests.conftest import _pg_admin
+    from tests.conftest import kill_backend
 
     with pg_app.app_context():
         backend = run(select(func.pg_backend_pid())).scalar()
-        admin = _pg_admin()
-        try:
-            admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
-        finally:
-            admin.close()
+        kill_backend(backend)
         with pytest.raises(DBAPIError) as lost:
             run(BY_ID, {"p_id": 1})
         assert lost.value.connection_invalidated

@@ -16,7 +16,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from arena.extensions import db
 from arena.infra.prepared import run
 from arena.models import Voter
-from tests.conftest import _pg_admin
+from tests.conftest import kill_backend
 from tests.factories import make_campaign
 from tests.web.helpers import api_session, bearer
 
@@ -123,11 +123,7 @@ def test_a_connection_lost_after_reads_fails_its_rollback_as_before(pg_app):
     statement runs on a fresh connection."""
     with pg_app.app_context():
         backend = db.session.execute(select(db.func.pg_backend_pid())).scalar()
-        admin = _pg_admin()
-        try:
-            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (backend,))  # (waits)
-        finally:
-            admin.close()
+        kill_backend(backend)
         with pytest.raises(OperationalError):
             db.session.rollback()
         assert db.session.execute(select(db.func.pg_backend_pid())).scalar() != backend
