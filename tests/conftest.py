@@ -165,7 +165,6 @@ def _pg_admin():
         pytest.skip(message)
 
 
-
 def kill_backend(backend: int) -> None:
     """End the PostgreSQL backend ``backend`` as a server restart or an administrator's
     ``pg_terminate_backend`` would, and wait (up to 5 s) until it is gone."""
@@ -174,6 +173,7 @@ def kill_backend(backend: int) -> None:
         admin.execute("SELECT pg_terminate_backend(%s, 5000)", (backend,))
     finally:
         admin.close()
+
 
 def _pg_url(name: str) -> str:
     return re.sub(r"/[^/]*$", f"/{name}", PG_URL)
