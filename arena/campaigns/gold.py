@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 
 import numpy as np
 from flask import current_app
@@ -35,8 +36,9 @@ from arena.catalog import images
 from arena.catalog.damage import damage
 from arena.errors import Conflict
 from arena.extensions import db
-from arena.infra.database import refresh_statistics, retry_on_lock, write_transaction
+from arena.infra.database import param, refresh_statistics, retry_on_lock, write_transaction
 from arena.infra.deferred import after_response
+from arena.infra.prepared import run
 from arena.models import Campaign, Comparison, Image, Prompt, campaign_models
 from arena.voting import matchmaking
 
@@ -84,10 +86,12 @@ def replenish(*, voter_id: int, criterion: str, pool: int = 0,
     (:func:`arena.voting.matchmaking.gold_due`) and the campaign is under its cap; committed
     in a short write transaction. Returns the new pair, if any."""
     campaign_id = matchmaking.gold_due(voter_id, criterion, pool)
-    if campaign_id is None or _at_cap(db.session.get(Campaign, campaign_id), criterion):
+    if campaign_id is None or _at_cap(campaign_id, criterion):
         # (checked again under the write lock; here so that a campaign at its cap renders
-        # no copy only to throw it away, after every gold answer)
-        db.session.rollback()
+        # no copy only to throw it away, after every gold answer. The reads end with a
+        # COMMIT: on PostgreSQL a ROLLBACK costs a statement more, see
+        # arena.infra.database.keep_prepared_on_rollback)
+        db.session.commit()
         return None
     rng = rng if rng is not None else np.random.default_rng()
     # a damaged copy is decoded, damaged and encoded now, before the write lock: the
@@ -175,7 +179,7 @@ def _write_planned(campaign_id: int, criterion: str, ready: dict,
         with write_transaction():
             campaign = db.session.get(Campaign, campaign_id)
             if campaign is not None and campaign.published_at is not None \
-                    and criterion in campaign.criteria_list and not _at_cap(campaign, criterion):
+                    and criterion in campaign.criteria_list and not _at_cap(campaign_id, criterion):
                 made.append(make_pair(campaign, criterion, rng, ready=ready))
 
     retry_on_lock(write)
@@ -207,13 +211,21 @@ def _render(plan: dict, rng) -> dict:
     return {"source": plan["source"], "prepared": images.prepare(damage(source, rng))}
 
 
-def _at_cap(campaign: Campaign, criterion: str) -> bool:
+def _at_cap(campaign_id: int, criterion: str) -> bool:
     if AUTO_KINDS[criterion] != "damaged":
         return False
-    have = db.session.scalar(select(func.count()).select_from(Comparison).where(
-        Comparison.campaign_id == campaign.id, Comparison.criterion == criterion,
-        Comparison.gold_kind == "damaged"))
-    return have >= int(current_app.config["GOLD_MAX_DAMAGED"])
+    have = run(_damaged_count(), {"p_campaign": campaign_id, "p_criterion": criterion})
+    return have.scalar() >= int(current_app.config["GOLD_MAX_DAMAGED"])
+
+
+@cache
+def _damaged_count():
+    """The damaged gold pairs of a campaign and criterion (run after every gold answer to a
+    damaged pair: a statement built once, run on the driver)."""
+    return select(func.count()).select_from(Comparison).where(
+        Comparison.campaign_id == param("p_campaign", Comparison.campaign_id),
+        Comparison.criterion == param("p_criterion", Comparison.criterion),
+        Comparison.gold_kind == "damaged")
 
 
 def make_pair(campaign: Campaign, criterion: str, rng: np.random.Generator,

@@ -265,24 +265,26 @@ def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
     ones put in more sessions than the freshest ordinary pair left to them (both counted in
     sessions issued, so opening sessions without answering them inflates both alike); None
     when no new pair is due (see arena.campaigns.gold)."""
-    freshest_regular, least_issued_gold = _gold_due_queries(criterion)
-    values = {"p_voter": voter_id, "p_pool": pool}
-    regular = run(freshest_regular, values).first()
-    if regular is None:
+    row = run(_gold_due_query(criterion), {"p_voter": voter_id, "p_pool": pool}).first()
+    if row is None:  # (no ordinary pair left to this voter)
         return None
-    least_issued = run(least_issued_gold, values).scalar()
-    if least_issued is None or least_issued > regular.issued:
-        return regular.campaign_id
+    if row.least_issued is None or row.least_issued > row.issued:
+        return row.campaign_id
     return None
 
 
 @cache
-def _gold_due_queries(criterion: str) -> tuple:
-    return (_candidates(criterion, validation=False, walked=False)  # (reads them all)
-            .with_only_columns(Comparison.issued, Comparison.campaign_id)
-            .order_by(Comparison.issued).limit(fixed(1)),
-            _candidates(criterion, validation=True)
-            .with_only_columns(func.min(Comparison.issued)))
+def _gold_due_query(criterion: str):
+    """The freshest ordinary pair left to the voter (its sessions issued and campaign) and
+    the fewest sessions issued of a gold pair left to them, in one statement (it runs after
+    every gold answer: two statements were two round trips)."""
+    freshest_regular = (_candidates(criterion, validation=False, walked=False)  # (reads all)
+                        .with_only_columns(Comparison.issued, Comparison.campaign_id)
+                        .order_by(Comparison.issued).limit(fixed(1)).subquery())
+    least_issued_gold = (_candidates(criterion, validation=True)
+                         .with_only_columns(func.min(Comparison.issued)).scalar_subquery())
+    return select(freshest_regular.c.issued, freshest_regular.c.campaign_id,
+                  least_issued_gold.label("least_issued"))
 
 
 def _criteria_state(voter_id: int, pool: int) -> tuple[list[str], str | None]:

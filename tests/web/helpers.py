@@ -1,5 +1,7 @@
 import re
 
+from sqlalchemy import event
+
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 TASK_ACTION = re.compile(r'action="/t/(\d+)"')
 
@@ -50,3 +52,36 @@ def confirm_read_if_asked(client, html: str, **headers) -> str:
         return client.get(response.headers["Location"]).get_data(as_text=True)
     assert response.status_code == 200, response.get_data(as_text=True)
     return response.get_data(as_text=True)
+
+
+ROUND_TRIP_KINDS = {"before_cursor_execute": "statements", "begin": "begin",
+                    "commit": "commit", "rollback": "rollback"}
+
+
+class RoundTrips:
+    """Counts what each measured request sends the database: statements, BEGINs, COMMITs
+    and ROLLBACKs (SQLAlchemy's engine events)."""
+
+    def __init__(self, engine):
+        self.engine, self.seen = engine, {}
+        self.counters = {event_name: self._counter(kind)
+                         for event_name, kind in ROUND_TRIP_KINDS.items()}
+
+    def _counter(self, kind):
+        def count(*_args, **_kwargs):
+            self.seen[kind] = self.seen.get(kind, 0) + 1
+        return count
+
+    def __enter__(self):
+        for name, fn in self.counters.items():
+            event.listen(self.engine, name, fn)
+        return self
+
+    def __exit__(self, *exc):
+        for name, fn in self.counters.items():
+            event.remove(self.engine, name, fn)
+
+    def measure(self, call) -> dict:
+        self.seen = dict.fromkeys(ROUND_TRIP_KINDS.values(), 0)
+        call()
+        return dict(self.seen)

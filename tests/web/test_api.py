@@ -4,15 +4,15 @@ from datetime import timedelta
 
 import pytest
 from PIL import Image
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 
 from arena.extensions import db
 from arena.models import Task, Vote, Voter
 from tests.factories import make_campaign
 
+from .helpers import RoundTrips, csrf_token, task_id
 from .helpers import api_session as new_session
 from .helpers import bearer as auth
-from .helpers import csrf_token, task_id
 
 
 def test_health(client):
@@ -226,39 +226,6 @@ def test_read_confirmation_errors(client, web_campaign, app):
     no_caption = client.post(f"/api/v1/tasks/{coherence['tasks'][0]['task_id']}/read",
                              headers=auth(token))
     assert no_caption.status_code == 409 and "no caption" in no_caption.json["error"]
-
-
-ROUND_TRIP_KINDS = {"before_cursor_execute": "statements", "begin": "begin",
-                    "commit": "commit", "rollback": "rollback"}
-
-
-class RoundTrips:
-    """Counts what each measured request sends the database: statements, BEGINs, COMMITs
-    and ROLLBACKs (SQLAlchemy's engine events)."""
-
-    def __init__(self, engine):
-        self.engine, self.seen = engine, {}
-        self.counters = {event_name: self._counter(kind)
-                         for event_name, kind in ROUND_TRIP_KINDS.items()}
-
-    def _counter(self, kind):
-        def count(*_args, **_kwargs):
-            self.seen[kind] = self.seen.get(kind, 0) + 1
-        return count
-
-    def __enter__(self):
-        for name, fn in self.counters.items():
-            event.listen(self.engine, name, fn)
-        return self
-
-    def __exit__(self, *exc):
-        for name, fn in self.counters.items():
-            event.remove(self.engine, name, fn)
-
-    def measure(self, call) -> dict:
-        self.seen = dict.fromkeys(ROUND_TRIP_KINDS.values(), 0)
-        call()
-        return dict(self.seen)
 
 
 def test_round_trips_per_vote_and_session_on_each_database(any_app):
