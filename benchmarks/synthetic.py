@@ -50,6 +50,39 @@ def grow_campaign(n_prompts: int, criteria=CRITERIA) -> int:
     return len(batch)
 
 
+def grow_gold(max_damaged: int = 400) -> dict[str, int]:
+    """Make gold pairs of ordinary ones (no image work: matchmaking never reads pixels) until
+    each criterion holds the supply a published campaign would: for alignment a fifth as
+    many swapped pairs as ordinary ones (arena.campaigns.gold.wanted at the default rate and
+    session size), for the others up to ``max_damaged`` damaged ones. Pairs with no campaign
+    join the first. Returns the gold pairs per criterion."""
+    from sqlalchemy import func, update
+
+    from arena.models import Campaign
+
+    campaign_id = db.session.scalar(select(Campaign.id).order_by(Campaign.id))
+    db.session.execute(update(Comparison).where(Comparison.campaign_id.is_(None))
+                       .values(campaign_id=campaign_id))
+    made = {}
+    for criterion in CRITERIA:
+        def count(gold: bool, c=criterion) -> int:
+            return db.session.scalar(select(func.count()).select_from(Comparison).where(
+                Comparison.criterion == c, Comparison.is_validation.is_(gold)))
+        have, regular = count(True), count(False)
+        kind = "swapped" if criterion == "alignment" else "damaged"
+        goal = (have + regular) // 6 if kind == "swapped" else max_damaged
+        ids = db.session.scalars(select(Comparison.id).where(
+            Comparison.criterion == criterion, Comparison.is_validation.is_(False)
+        ).order_by(Comparison.shuffle_key).limit(max(0, goal - have))).all()
+        for i in range(0, len(ids), 5000):
+            db.session.execute(update(Comparison).where(Comparison.id.in_(ids[i:i + 5000]))
+                               .values(is_validation=True, gold_kind=kind,
+                                       correct_image_id=Comparison.image_a_id))
+        made[criterion] = count(True)
+    db.session.commit()
+    return made
+
+
 def fill_votes(n_votes: int, criterion: str = "preference") -> int:
     """Add ``n_votes`` answered tasks and their votes on ``criterion`` with INSERT ... SELECT
     (one voter per pass over the comparisons). The left image wins more often when its model

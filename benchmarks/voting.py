@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from harness import scratch_dir
 from sqlalchemy import select
-from synthetic import grow_campaign
+from synthetic import grow_campaign, grow_gold
 
 from arena import create_app
 from arena.campaigns import demo
@@ -115,24 +115,49 @@ def request_times(app, rounds: int) -> None:
 
 
 def matchmaking_scale(app, label: str, rounds: int) -> None:
+    """Issuing a session as the campaign grows 11.7-fold: without a gold pair, with one (an
+    alignment session: swapped gold pairs are the largest supply, a fifth of the ordinary
+    ones), and the gold check after a gold answer (arena.voting.matchmaking.gold_due)."""
     rng = np.random.default_rng(1)
     with app.app_context():
-        voter, _ = voters.create_voter()
-        db.session.commit()
+        def measure() -> dict:
+            voter, _ = voters.create_voter()
+            db.session.commit()
 
-        def issue():
-            matchmaking.start_session(voter, rng)
+            def issue(rate: float, criterion=None):
+                app.config["VALIDATION_RATE"] = rate
+                matchmaking.start_session(voter, rng, criterion)
+                db.session.commit()
 
-        small = db.session.scalar(select(db.func.count()).select_from(Comparison))
-        t_small = median_ms(issue, rounds)
+            def check():
+                matchmaking.gold_due(voter.id, "alignment", 0)
+                db.session.commit()
+            return {"comparisons": db.session.scalar(
+                        select(db.func.count()).select_from(Comparison)),
+                    "gold": db.session.scalar(select(db.func.count()).select_from(
+                        Comparison).where(Comparison.is_validation)),
+                    "plain": median_ms(lambda: issue(0.0), rounds),
+                    "gold_session": median_ms(lambda: issue(1.0, "alignment"), rounds),
+                    "check": median_ms(check, rounds)}
+
+        grow_gold()
+        small = measure()
         grow_campaign(282 - 24)  # the source benchmark's 282 prompts
-        large = db.session.scalar(select(db.func.count()).select_from(Comparison))
-        t_large = median_ms(issue, rounds)
-    print(f"\nMatchmaking on {label} (start_session, median of {rounds}, one voter who "
-          f"accumulates tasks):")
-    print(f"  {small:7,d} comparisons  {t_small:7.2f} ms")
-    print(f"  {large:7,d} comparisons  {t_large:7.2f} ms   ratio {t_large / t_small:.2f}x "
-          f"for {large / small:.1f}x the comparisons")
+        grow_gold()
+        large = measure()
+        app.config["VALIDATION_RATE"] = 0.0
+    print(f"\nMatchmaking on {label} (median of {rounds}, one voter per size who accumulates "
+          f"tasks; the gold supply as a published campaign's: a fifth for alignment, 400 "
+          f"damaged for the others):")
+    print(f"  {'comparisons (gold)':>22} {'session':>9} {'with gold':>10} {'gold check':>11}")
+    for row in (small, large):
+        print(f"  {row['comparisons']:>12,d} ({row['gold']:>6,d}) {row['plain']:7.2f} ms"
+              f" {row['gold_session']:7.2f} ms {row['check']:8.2f} ms")
+    grew = large["comparisons"] / small["comparisons"]
+    print(f"  ratio for {grew:.1f}x the comparisons: session "
+          f"{large['plain'] / small['plain']:.2f}x, with gold "
+          f"{large['gold_session'] / small['gold_session']:.2f}x, gold check "
+          f"{large['check'] / small['check']:.2f}x")
 
 
 def make_app(tmp: Path, url: str | None):

@@ -85,7 +85,8 @@ def replenish(*, voter_id: int, criterion: str, pool: int = 0,
     """One more gold pair for ``criterion`` if this voter is due one
     (:func:`arena.voting.matchmaking.gold_due`) and the campaign is under its cap; committed
     in a short write transaction. Returns the new pair, if any."""
-    campaign_id = matchmaking.gold_due(voter_id, criterion, pool)
+    rng = rng if rng is not None else np.random.default_rng()
+    campaign_id = matchmaking.gold_due(voter_id, criterion, pool, rng)
     if campaign_id is None or _at_cap(campaign_id, criterion):
         # (checked again under the write lock; here so that a campaign at its cap renders
         # no copy only to throw it away, after every gold answer. The reads end with a
@@ -93,7 +94,6 @@ def replenish(*, voter_id: int, criterion: str, pool: int = 0,
         # arena.infra.database.keep_prepared_on_rollback)
         db.session.commit()
         return None
-    rng = rng if rng is not None else np.random.default_rng()
     # a damaged copy is decoded, damaged and encoded now, before the write lock: the
     # transaction below only adds rows (the lock is never held over image work)
     return _write_planned(campaign_id, criterion, _render(_plan(campaign_id, criterion, rng),

@@ -68,9 +68,11 @@ class NotYourSession(Forbidden):
 
 # Matchmaking's statements are built once per criterion and kind (functools.cache) and run
 # with the voter's values as parameters: building them cost more than running them. Their
-# parameters: p_voter, p_pool, and p_floor, p_start, p_start2 for the pick. Their LIMITs are
-# written into them (arena.infra.database.fixed: PostgreSQL keeps a plan for such a statement).
+# parameters: p_voter, p_pool, and p_floor, p_start, p_start2 for the pick (p_start for the
+# gold pick's and the gold check's windows too). Their LIMITs are written into them
+# (arena.infra.database.fixed: PostgreSQL keeps a plan for such a statement).
 _VOTER, _POOL = param("p_voter", Task.voter_id), param("p_pool", Comparison.pool)
+_START = param("p_start", Comparison.shuffle_key)
 
 
 @cache
@@ -113,6 +115,32 @@ SAMPLE_RUN = 12
 _KEYS = 2**31  # shuffle keys are below this (arena.models.random_key)
 
 
+def window(query, start, size: int):
+    """Up to ``size`` rows of ``query`` (which selects ``Comparison.shuffle_key``) in
+    ``shuffle_key`` order from ``start`` on, wrapping around to the smallest keys: all of
+    ``query`` when it has no more than ``size`` rows. Each half walks the queue index from a
+    point and reads at most ``size`` rows."""
+    def run_of(condition):
+        return (query.where(condition).order_by(Comparison.shuffle_key)
+                .limit(fixed(size)).subquery())
+
+    halves = [select(run_of(condition), literal(part).label("part"))
+              for part, condition in enumerate((Comparison.shuffle_key >= start,
+                                                Comparison.shuffle_key < start))]
+    wrapped = union_all(*halves).subquery()
+    return (select(*(column for column in wrapped.c if column.key != "part"))
+            .order_by(wrapped.c.part, wrapped.c.shuffle_key).limit(fixed(size)))
+
+
+def at_lowest_level(query, name: str, floor=None):
+    """``query``'s rows at its lowest ``level`` (above ``floor``, if given): the level read
+    by a WITH named ``name`` that walks the queue index to the first row."""
+    above = query.where(Comparison.level > floor) if floor is not None else query
+    lowest = (above.with_only_columns(Comparison.level).order_by(Comparison.level)
+              .limit(fixed(1)).cte(name))
+    return query.where(Comparison.level == select(lowest.c.level).scalar_subquery())
+
+
 def pick_statement(query, limit: int, start, sample: int, second_start):
     """The ``limit`` least-served (fewest votes for their target) among two runs of
     ``sample`` rows of ``query`` in ``shuffle_key`` order, as rows of ``PICKED`` and their
@@ -123,19 +151,10 @@ def pick_statement(query, limit: int, start, sample: int, second_start):
     they often do once only a few pairs are left at the lowest level)."""
     served = (Comparison.votes_count * 1000 // Comparison.target_votes).label("served")
     query = query.with_only_columns(*PICKED, Comparison.level, Comparison.shuffle_key, served)
-
-    def run_of(condition):  # ``sample`` rows in shuffle order from a point
-        return (query.where(condition).order_by(Comparison.shuffle_key)
-                .limit(fixed(sample)).subquery())
-
-    halves = [select(run_of(condition), literal(part).label("part"))
-              for part, condition in enumerate((Comparison.shuffle_key >= start,
-                                                Comparison.shuffle_key < start))]
-    wrapped = union_all(*halves).subquery()
-    first = (select(*(column for column in wrapped.c if column.key != "part"))
-             .order_by(wrapped.c.part, wrapped.c.shuffle_key).limit(fixed(sample)).subquery())
-    drawn = union(select(first),
-                  select(run_of(Comparison.shuffle_key >= second_start))).subquery()
+    first = window(query, start, sample).subquery()
+    second = (query.where(Comparison.shuffle_key >= second_start)
+              .order_by(Comparison.shuffle_key).limit(fixed(sample)).subquery())
+    drawn = union(select(first), select(second)).subquery()
     return (select(*(drawn.c[column.key] for column in PICKED), drawn.c.level)
             .order_by(drawn.c.served, drawn.c.shuffle_key < start, drawn.c.shuffle_key)
             .limit(fixed(limit)))
@@ -147,13 +166,9 @@ def _pick_query(criterion: str, validation: bool, limit: int):
     ``max(SAMPLE_RUN, limit)`` drawn from ``shuffle_key`` ``p_start`` on and as many from
     ``p_start2`` on (:func:`pick_statement`). One statement per limit (a session asks for
     two or three: its size, and its size and a run more)."""
-    base = _candidates(criterion, validation)
-    lowest = (base.where(Comparison.level > param("p_floor", Comparison.level))
-              .with_only_columns(Comparison.level).order_by(Comparison.level).limit(fixed(1))
-              .cte("lowest"))
-    level = select(lowest.c.level).scalar_subquery()
-    return pick_statement(base.where(Comparison.level == level), limit,
-                          param("p_start", Comparison.shuffle_key), max(SAMPLE_RUN, limit),
+    lowest = at_lowest_level(_candidates(criterion, validation), "lowest",
+                             param("p_floor", Comparison.level))
+    return pick_statement(lowest, limit, _START, max(SAMPLE_RUN, limit),
                           param("p_start2", Comparison.shuffle_key))
 
 
@@ -224,34 +239,46 @@ def _draw(query, voter_id: int, count: int, rng: np.random.Generator, pool: int,
     return chosen, passed
 
 
-GOLD_SAMPLE = 256  # gold pairs drawn from, uniformly, among the least issued
+GOLD_SAMPLE = 64  # gold pairs drawn from (and ordinary ones the gold is held against)
 
 
 def pick_validation(voter_id: int, criterion: str, rng, pool: int = 0):
     """A gold pair of ``criterion`` this voter has not met, uniformly among those put in the
-    fewest sessions so far (up to ``GOLD_SAMPLE`` of them): none stands out by being shown
-    more often. A row of ``PICKED`` and the prompts its images were made for
-    (``image_a_id_prompt``, ``image_b_id_prompt``). One statement, one row back (the database draws
-    the ``rng``'s pick among the sample; reading the whole sample to keep one was a tenth
-    of a session request)."""
+    fewest sessions so far within a window of ``GOLD_SAMPLE`` at the lowest level, from a
+    random point of the shuffle order (:func:`window`; all of the level when it holds
+    fewer): none stands out by being shown more often, and the work is bounded however
+    large the supply (swapped pairs come to a fifth of the ordinary ones). A row of
+    ``PICKED`` and the prompts its images were made for (``image_a_id_prompt``,
+    ``image_b_id_prompt``). One statement, one row back (the database draws the ``rng``'s
+    pick among the sample; reading the whole sample to keep one was a tenth of a session
+    request)."""
     return run(_validation_query(criterion), {
-        "p_voter": voter_id, "p_pool": pool, "p_pick": int(rng.integers(0, 2**31))}).first()
+        "p_voter": voter_id, "p_pool": pool, "p_start": int(rng.integers(0, _KEYS)),
+        "p_pick": int(rng.integers(0, 2**31))}).first()
+
+
+def _gold_window(criterion: str, validation: bool, *columns):
+    """``columns`` of the window (:func:`window`) of ``GOLD_SAMPLE`` candidates at the
+    lowest level from ``p_start`` on."""
+    candidates = at_lowest_level(_candidates(criterion, validation),
+                                 "lowest_gold" if validation else "lowest")
+    return window(candidates.with_only_columns(*columns, Comparison.shuffle_key), _START,
+                  GOLD_SAMPLE)
 
 
 @cache
 def _validation_query(criterion: str):
-    """The candidates read once into a materialised WITH (their least ``issued``, how many
-    are at it, and the pick all read from it), the ``p_pick``-th of the first
-    ``GOLD_SAMPLE`` at the least kept by OFFSET. Numbering the sample with windows over
-    nested subqueries took twice as long on SQLite (0.37 against 0.19 ms with 404 gold
-    pairs, benchmarks/request_cost.py's demo)."""
-    gold = (_candidates(criterion, validation=True)
-            .with_only_columns(*PICKED, Comparison.issued)
+    """The window read once into a materialised WITH (its least ``issued``, how many are at
+    it, and the pick all read from it), the ``p_pick``-th of those at the least kept by
+    OFFSET. Numbering the sample with windows over nested subqueries took twice as long on
+    SQLite (0.37 against 0.19 ms with 404 gold pairs, benchmarks/request_cost.py's demo).
+    Reading every gold pair left to the voter instead took 10.6 ms a session on SQLite with
+    5,414 swapped pairs (benchmarks/voting.py's 81,228 comparisons), 0.25 with 4."""
+    gold = (_gold_window(criterion, True, *PICKED, Comparison.issued)
             .cte("gold").prefix_with("MATERIALIZED"))
     at_least = gold.c.issued == select(func.min(gold.c.issued)).scalar_subquery()
     sample = select(func.count()).select_from(
-        select(gold.c.id).where(at_least).limit(fixed(GOLD_SAMPLE)).subquery()
-    ).scalar_subquery()
+        select(gold.c.id).where(at_least).subquery()).scalar_subquery()
     pick = func.coalesce(bindparam("p_pick", type_=Integer) % func.nullif(sample, 0), 0)
     return (select(*(gold.c[column.key] for column in PICKED),
                    *(select(Image.prompt_id).where(Image.id == gold.c[side])
@@ -260,12 +287,17 @@ def _validation_query(criterion: str):
             .where(at_least).limit(fixed(1)).offset(pick))
 
 
-def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
+def gold_due(voter_id: int, criterion: str, pool: int = 0,
+             rng: np.random.Generator | None = None) -> int | None:
     """The campaign to make a gold pair in when this voter would otherwise get none, or only
     ones put in more sessions than the freshest ordinary pair left to them (both counted in
     sessions issued, so opening sessions without answering them inflates both alike); None
-    when no new pair is due (see arena.campaigns.gold)."""
-    row = run(_gold_due_query(criterion), {"p_voter": voter_id, "p_pool": pool}).first()
+    when no new pair is due (see arena.campaigns.gold). Both sides are read as the picks
+    read them: the window of ``GOLD_SAMPLE`` at the lowest level from one random point
+    (:func:`window`), the whole level when it holds fewer."""
+    rng = rng if rng is not None else np.random.default_rng()
+    row = run(_gold_due_query(criterion), {"p_voter": voter_id, "p_pool": pool,
+                                          "p_start": int(rng.integers(0, _KEYS))}).first()
     if row is None:  # (no ordinary pair left to this voter)
         return None
     if row.least_issued is None or row.least_issued > row.issued:
@@ -275,16 +307,19 @@ def gold_due(voter_id: int, criterion: str, pool: int = 0) -> int | None:
 
 @cache
 def _gold_due_query(criterion: str):
-    """The freshest ordinary pair left to the voter (its sessions issued and campaign) and
-    the fewest sessions issued of a gold pair left to them, in one statement (it runs after
-    every gold answer: two statements were two round trips)."""
-    freshest_regular = (_candidates(criterion, validation=False, walked=False)  # (reads all)
-                        .with_only_columns(Comparison.issued, Comparison.campaign_id)
-                        .order_by(Comparison.issued).limit(fixed(1)).subquery())
-    least_issued_gold = (_candidates(criterion, validation=True)
-                         .with_only_columns(func.min(Comparison.issued)).scalar_subquery())
-    return select(freshest_regular.c.issued, freshest_regular.c.campaign_id,
-                  least_issued_gold.label("least_issued"))
+    """The freshest ordinary pair of its window (its sessions issued and campaign) and the
+    fewest sessions issued of a gold pair in its own, in one statement (it runs after every
+    gold answer: two statements were two round trips). Reading every pair left to the voter
+    instead took 36.5 ms on SQLite with 26,676 ordinary pairs of the criterion
+    (benchmarks/voting.py's 81,228 comparisons), 1.6 ms with 2,304."""
+    regular = _gold_window(criterion, False, Comparison.issued,
+                           Comparison.campaign_id).subquery()
+    freshest = (select(regular.c.issued, regular.c.campaign_id).order_by(regular.c.issued)
+                .limit(fixed(1)).subquery())
+    gold = _gold_window(criterion, True, Comparison.issued).subquery()
+    least_issued = select(func.min(gold.c.issued)).scalar_subquery()
+    return select(freshest.c.issued, freshest.c.campaign_id,
+                  least_issued.label("least_issued"))
 
 
 def _criteria_state(voter_id: int, pool: int) -> tuple[list[str], str | None]:

@@ -7,6 +7,7 @@ from sqlalchemy import func, select, update
 
 from arena.errors import Invalid, NotFound
 from arena.extensions import db
+from arena.infra.prepared import run
 from arena.models import QUEUE_LEVELS, Comparison, Task, VotingSession
 from arena.voting import matchmaking, tasks
 from tests.factories import make_campaign, new_voter
@@ -199,12 +200,67 @@ def test_postgresql_keeps_its_plans_of_a_sessions_picks(pg_app):
         ).all()
     kept = {kind: [(generic, custom) for statement, generic, custom in plans
                    if marker in statement]
-            for kind, marker in (("pick", "WITH lowest AS"), ("gold", "WITH gold AS"),
+            for kind, marker in (("pick", "WITH lowest AS"), ("gold", "WITH lowest_gold AS"),
                                  ("criteria", "SELECT EXISTS"), ("write", "WITH rows AS"))}
     for kind, counts in kept.items():
         busiest = max(counts, key=sum, default=(0, 0))
         assert sum(busiest) >= 10, (kind, plans)  # (prepared, by psycopg, after five runs)
         assert busiest[1] <= 5 and busiest[0] >= 5, (kind, busiest)
+
+
+def test_the_gold_pick_and_the_gold_check_stay_flat_as_the_campaign_grows(ctx):
+    """The gold pick (every session that carries a check) read every gold pair left to the
+    voter, and the check after each gold answer every ordinary pair besides: with the
+    81,228 comparisons of benchmarks/voting.py (5,414 swapped gold pairs for alignment),
+    10.6 ms a pick and 36.5 ms a check on SQLite, growing with the campaign. Each now reads
+    a window of GOLD_SAMPLE at the lowest level from a random point, however many pairs
+    there are: SQLite's work for them (its virtual machine's steps) must not grow when the
+    pairs of the criterion double."""
+    make_campaign(n_prompts=24, n_models=4, image_size=8)
+    ids = db.session.scalars(select(Comparison.id).where(
+        Comparison.criterion == "coherence", Comparison.is_validation.is_(False)
+    ).order_by(Comparison.shuffle_key)).all()
+    db.session.execute(update(Comparison).where(Comparison.id.in_(ids[::3]))
+                       .values(is_validation=True, correct_image_id=Comparison.image_a_id))
+    voter_id = new_voter().id
+    db.session.commit()
+    values = {"p_voter": voter_id, "p_pool": 0, "p_start": 2**30, "p_pick": 3}
+    driver = db.session.connection().connection.dbapi_connection
+
+    def steps(query) -> int:
+        counted = [0]
+
+        def count():
+            counted[0] += 1
+            return 0
+        driver.set_progress_handler(count, 10)
+        try:
+            run(query, values).all()
+        finally:
+            driver.set_progress_handler(None, 10)
+        return counted[0]
+
+    def both() -> tuple[int, int, dict]:
+        counts = dict(db.session.execute(
+            select(Comparison.is_validation, func.count()).where(
+                Comparison.criterion == "coherence").group_by(Comparison.is_validation)).all())
+        return (steps(matchmaking._validation_query("coherence")),
+                steps(matchmaking._gold_due_query("coherence")), counts)
+
+    pick, check, before = both()
+    assert before[True] > 2 * matchmaking.GOLD_SAMPLE, before  # (more than a window's worth)
+    # every pair again, its images the other way round (a new pair to the unique key)
+    db.session.execute(db.text(
+        "INSERT INTO comparison (criterion, campaign_id, pool, prompt_id, image_a_id,"
+        " image_b_id, is_validation, correct_image_id, target_votes, votes_count, level,"
+        " issued, shuffle_key, paused) SELECT criterion, campaign_id, pool, prompt_id,"
+        " image_b_id, image_a_id, is_validation, correct_image_id, target_votes, 0, 0, 0,"
+        " abs(random()) % 2147483648, paused FROM comparison WHERE criterion = 'coherence'"))
+    db.session.commit()
+    pick_doubled, check_doubled, after = both()
+    assert after[True] == 2 * before[True] and after[False] == 2 * before[False], after
+    assert pick_doubled < 1.25 * pick and check_doubled < 1.25 * check, (
+        pick, pick_doubled, check, check_doubled)
 
 
 @pytest.mark.parametrize("criterion", ["alignment", "coherence"])
