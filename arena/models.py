@@ -172,10 +172,13 @@ class Comparison(db.Model):
         CheckConstraint("target_votes > 0", name="positive_target"),
         Index("ix_comparison_queue", "pool", "criterion", "is_validation", "level",
               "shuffle_key"),
+        # a campaign's pairs, and its gold supply per criterion and kind counted within it
+        # (after every gold answer at the cap: arena.campaigns.gold)
+        Index("ix_comparison_campaign_gold", "campaign_id", "criterion", "gold_kind"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     criterion: Mapped[str] = mapped_column(String(20))
-    campaign_id: Mapped[int | None] = mapped_column(ForeignKey("campaign.id"), index=True)
+    campaign_id: Mapped[int | None] = mapped_column(ForeignKey("campaign.id"))
     # the voters it goes to: 0 = the open crowd, a campaign id = that campaign's panel
     pool: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     prompt_id: Mapped[int | None] = mapped_column(ForeignKey("prompt.id"), index=True)
