@@ -1,6 +1,6 @@
 """Voting path benchmark: page weight of a task, time per request, matchmaking at scale.
 
-    .venv/bin/python benchmarks/voting.py [--rounds 200] [--postgres URL]
+    .venv/bin/python benchmarks/voting.py [--rounds 200] [--prompts 282[,1740]] [--postgres URL]
 
 Prints medians measured in this one run (the machine is noisy: compare ratios, not runs).
 Requests go through the Flask test client, so the times are the app's own work (routing,
@@ -22,10 +22,10 @@ from sqlalchemy import select
 from synthetic import grow_campaign, grow_gold
 
 from arena import create_app
-from arena.campaigns import demo
+from arena.campaigns import demo, gold
 from arena.extensions import db
 from arena.infra.instance import upgrade_schema
-from arena.models import Comparison
+from arena.models import Campaign, Comparison
 from arena.voting import matchmaking, voters
 from arena.voting.votes import ensure_ratings
 
@@ -114,12 +114,17 @@ def request_times(app, rounds: int) -> None:
     print(f"  POST /t/<id> (htmx) vote + next card   {statistics.median(votes):7.2f} ms")
 
 
-def matchmaking_scale(app, label: str, rounds: int) -> None:
-    """Issuing a session as the campaign grows 11.7-fold: without a gold pair, with one (an
-    alignment session: swapped gold pairs are the largest supply, a fifth of the ordinary
-    ones), and the gold check after a gold answer (arena.voting.matchmaking.gold_due)."""
+def matchmaking_scale(app, label: str, rounds: int, sizes=(282,)) -> None:
+    """Issuing a session as the campaign grows from the demo's 24 prompts to each of
+    ``sizes`` (282: the source benchmark's, 11.7-fold the comparisons): without a gold pair,
+    with one (an alignment session: swapped gold pairs are the largest supply, a fifth of
+    the ordinary ones), the gold check after a gold answer (matchmaking.gold_due) and the
+    count of the campaign's damaged gold at its cap (gold._at_cap)."""
     rng = np.random.default_rng(1)
+    rows, prompts = [], 24
     with app.app_context():
+        campaign_id = db.session.scalar(select(Campaign.id).order_by(Campaign.id))
+
         def measure() -> dict:
             voter, _ = voters.create_voter()
             db.session.commit()
@@ -132,32 +137,42 @@ def matchmaking_scale(app, label: str, rounds: int) -> None:
             def check():
                 matchmaking.gold_due(voter.id, "alignment", 0)
                 db.session.commit()
+
+            def cap():
+                gold._at_cap(campaign_id, "preference")
+                db.session.commit()
             return {"comparisons": db.session.scalar(
                         select(db.func.count()).select_from(Comparison)),
                     "gold": db.session.scalar(select(db.func.count()).select_from(
                         Comparison).where(Comparison.is_validation)),
                     "plain": median_ms(lambda: issue(0.0), rounds),
                     "gold_session": median_ms(lambda: issue(1.0, "alignment"), rounds),
-                    "check": median_ms(check, rounds)}
+                    "check": median_ms(check, rounds), "cap": median_ms(cap, rounds)}
 
         grow_gold()
-        small = measure()
-        grow_campaign(282 - 24)  # the source benchmark's 282 prompts
-        grow_gold()
-        large = measure()
+        rows.append(measure())
+        for size in sizes:
+            grow_campaign(size - prompts)
+            prompts = size
+            grow_gold()
+            rows.append(measure())
         app.config["VALIDATION_RATE"] = 0.0
     print(f"\nMatchmaking on {label} (median of {rounds}, one voter per size who accumulates "
           f"tasks; the gold supply as a published campaign's: a fifth for alignment, 400 "
           f"damaged for the others):")
-    print(f"  {'comparisons (gold)':>22} {'session':>9} {'with gold':>10} {'gold check':>11}")
-    for row in (small, large):
+    print(f"  {'comparisons (gold)':>22} {'session':>9} {'with gold':>10} {'gold check':>11}"
+          f" {'cap count':>10}")
+    for row in rows:
         print(f"  {row['comparisons']:>12,d} ({row['gold']:>6,d}) {row['plain']:7.2f} ms"
-              f" {row['gold_session']:7.2f} ms {row['check']:8.2f} ms")
-    grew = large["comparisons"] / small["comparisons"]
-    print(f"  ratio for {grew:.1f}x the comparisons: session "
-          f"{large['plain'] / small['plain']:.2f}x, with gold "
-          f"{large['gold_session'] / small['gold_session']:.2f}x, gold check "
-          f"{large['check'] / small['check']:.2f}x")
+              f" {row['gold_session']:7.2f} ms {row['check']:8.2f} ms {row['cap']:7.2f} ms")
+    small = rows[0]
+    for large in rows[1:]:
+        grew = large["comparisons"] / small["comparisons"]
+        print(f"  ratio for {grew:.1f}x the comparisons: session "
+              f"{large['plain'] / small['plain']:.2f}x, with gold "
+              f"{large['gold_session'] / small['gold_session']:.2f}x, gold check "
+              f"{large['check'] / small['check']:.2f}x, cap count "
+              f"{large['cap'] / small['cap']:.2f}x")
 
 
 def make_app(tmp: Path, url: str | None):
@@ -178,15 +193,19 @@ def make_app(tmp: Path, url: str | None):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--prompts", default="282", metavar="N[,N...]",
+                        help="the campaign's prompts to grow to for matchmaking at scale, in "
+                             "turn (default 282: 81,228 comparisons; 1740: about 500k)")
     parser.add_argument("--postgres", help="also measure matchmaking on this empty database")
     args = parser.parse_args()
     app = make_app(scratch_dir("arena-bench-"), None)
     page_weight(app.test_client())
     request_times(app, args.rounds)
-    matchmaking_scale(app, "SQLite", args.rounds)
+    sizes = [int(n) for n in args.prompts.split(",")]
+    matchmaking_scale(app, "SQLite", args.rounds, sizes)
     if args.postgres:
         pg_app = make_app(scratch_dir("arena-bench-pg-"), args.postgres)
-        matchmaking_scale(pg_app, "PostgreSQL", args.rounds)
+        matchmaking_scale(pg_app, "PostgreSQL", args.rounds, sizes)
 
 
 if __name__ == "__main__":
