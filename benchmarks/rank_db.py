@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 from harness import scratch_dir
-from synthetic import fill_votes, grow_campaign
+from synthetic import fill_votes, grow_campaign, settle
 
 from arena import create_app
 from arena.analysis.leaderboard import rank_models
@@ -57,11 +57,7 @@ def run(label: str, instance: Path, url: str | None, n_votes: int) -> None:
         t0 = time.perf_counter()
         grow_campaign(282, criteria=("preference",))
         total = fill_votes(n_votes)
-        if db.engine.dialect.name == "postgresql":
-            # what autovacuum does soon after a bulk load: statistics (without them the
-            # planner expects 17 rows and sorts 2M on disk) and the visibility map
-            with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                conn.exec_driver_sql("VACUUM ANALYZE vote")
+        settle("vote")  # (without statistics the planner expected 17 rows and sorted 2M on disk)
         build = time.perf_counter() - t0
         t_agg = median_s(lambda: win_matrix("preference"))
         t_voter = median_s(lambda: tally("preference"))

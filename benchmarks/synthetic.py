@@ -83,6 +83,16 @@ def grow_gold(max_damaged: int = 400) -> dict[str, int]:
     return made
 
 
+def settle(table: str) -> None:
+    """On PostgreSQL, what autovacuum does soon after a bulk load of ``table``: statistics
+    (without them the planner expects a handful of rows) and the visibility map, so that a
+    measurement does not run beside autovacuum's own pass. Nothing on SQLite."""
+    db.session.commit()
+    if db.engine.dialect.name == "postgresql":
+        with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql(f"VACUUM ANALYZE {table}")
+
+
 def fill_votes(n_votes: int, criterion: str = "preference") -> int:
     """Add ``n_votes`` answered tasks and their votes on ``criterion`` with INSERT ... SELECT
     (one voter per pass over the comparisons). The left image wins more often when its model

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from harness import scratch_dir
 from sqlalchemy import select
-from synthetic import grow_campaign, grow_gold
+from synthetic import grow_campaign, grow_gold, settle
 
 from arena import create_app
 from arena.campaigns import demo, gold
@@ -150,11 +150,13 @@ def matchmaking_scale(app, label: str, rounds: int, sizes=(282,)) -> None:
                     "check": median_ms(check, rounds), "cap": median_ms(cap, rounds)}
 
         grow_gold()
+        settle("comparison")
         rows.append(measure())
         for size in sizes:
             grow_campaign(size - prompts)
             prompts = size
             grow_gold()
+            settle("comparison")
             rows.append(measure())
         app.config["VALIDATION_RATE"] = 0.0
     print(f"\nMatchmaking on {label} (median of {rounds}, one voter per size who accumulates "
