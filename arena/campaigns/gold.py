@@ -221,7 +221,8 @@ def _at_cap(campaign_id: int, criterion: str) -> bool:
 @cache
 def _damaged_count():
     """The damaged gold pairs of a campaign and criterion (run after every gold answer to a
-    damaged pair: a statement built once, run on the driver)."""
+    damaged pair: a statement built once, run on the driver; a covering search of
+    ix_comparison_campaign_gold, which reads only the pairs it counts)."""
     return select(func.count()).select_from(Comparison).where(
         Comparison.campaign_id == param("p_campaign", Comparison.campaign_id),
         Comparison.criterion == param("p_criterion", Comparison.criterion),

@@ -260,7 +260,7 @@ def test_a_campaign_at_its_cap_renders_no_copy_only_to_throw_it_away(live, ctx, 
     assert len(rendered) <= made  # (a pair may reuse a copy made for another criterion)
 
 
-def test_a_gold_answer_at_the_cap_costs_one_statement(any_app):
+def test_the_check_after_a_gold_answer_at_the_cap_is_two_statements_and_a_commit(any_app):
     """After every gold answer the campaign's supply is checked (after the response). At
     the cap that check read the campaign's row and counted its gold in statements of their
     own, and ended with a ROLLBACK, which on PostgreSQL costs one more statement
