@@ -64,9 +64,7 @@ def initial_supply(campaign: Campaign, rng: np.random.Generator) -> int:
     first handful of damaged ones (the rest are made as voters need them). Not committed."""
     made = 0
     for criterion in campaign.criteria_list:
-        have = db.session.scalar(select(func.count()).select_from(Comparison).where(
-            Comparison.campaign_id == campaign.id, Comparison.criterion == criterion,
-            Comparison.gold_kind == AUTO_KINDS[criterion]))
+        have = _auto_gold(campaign.id, criterion)
         goal = wanted(campaign, criterion)
         if AUTO_KINDS[criterion] == "damaged":
             goal = min(goal, int(current_app.config["GOLD_INITIAL_DAMAGED"]))
@@ -161,10 +159,7 @@ def fill(campaign: Campaign, rng: np.random.Generator | None = None, progress=No
 def fill_needed(campaign_id: int, criterion: str) -> int:
     """How many gold pairs of ``criterion`` the campaign still lacks (:func:`supply_goal`)."""
     campaign = db.session.get(Campaign, campaign_id)
-    have = db.session.scalar(select(func.count()).select_from(Comparison).where(
-        Comparison.campaign_id == campaign_id, Comparison.criterion == criterion,
-        Comparison.gold_kind == AUTO_KINDS[criterion]))
-    return max(0, supply_goal(campaign, criterion) - have)
+    return max(0, supply_goal(campaign, criterion) - _auto_gold(campaign_id, criterion))
 
 
 def _write_planned(campaign_id: int, criterion: str, ready: dict,
@@ -214,19 +209,24 @@ def _render(plan: dict, rng) -> dict:
 def _at_cap(campaign_id: int, criterion: str) -> bool:
     if AUTO_KINDS[criterion] != "damaged":
         return False
-    have = run(_damaged_count(), {"p_campaign": campaign_id, "p_criterion": criterion})
-    return have.scalar() >= int(current_app.config["GOLD_MAX_DAMAGED"])
+    return _auto_gold(campaign_id, criterion) >= int(current_app.config["GOLD_MAX_DAMAGED"])
+
+
+def _auto_gold(campaign_id: int, criterion: str) -> int:
+    """The campaign's automatic gold pairs of ``criterion`` (of its kind, AUTO_KINDS): run
+    after every gold answer at the cap, so a statement built once and run on the driver (it
+    counts what the transaction has written, not objects added and not yet flushed), a
+    covering search of ix_comparison_campaign_gold that reads only the pairs it counts."""
+    return run(_auto_gold_count(), {"p_campaign": campaign_id, "p_criterion": criterion,
+                                    "p_kind": AUTO_KINDS[criterion]}).scalar()
 
 
 @cache
-def _damaged_count():
-    """The damaged gold pairs of a campaign and criterion (run after every gold answer to a
-    damaged pair: a statement built once, run on the driver; a covering search of
-    ix_comparison_campaign_gold, which reads only the pairs it counts)."""
+def _auto_gold_count():
     return select(func.count()).select_from(Comparison).where(
         Comparison.campaign_id == param("p_campaign", Comparison.campaign_id),
         Comparison.criterion == param("p_criterion", Comparison.criterion),
-        Comparison.gold_kind == "damaged")
+        Comparison.gold_kind == param("p_kind", Comparison.gold_kind))
 
 
 def make_pair(campaign: Campaign, criterion: str, rng: np.random.Generator,

@@ -294,7 +294,8 @@ def test_the_cap_is_counted_within_the_campaigns_gold(ctx):
     (0.11 and 0.08 ms)."""
     from sqlalchemy.dialects import sqlite
 
-    sql = str(gold._damaged_count().params(p_campaign=1, p_criterion="preference").compile(
+    sql = str(gold._auto_gold_count().params(
+        p_campaign=1, p_criterion="preference", p_kind="damaged").compile(
         dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True}))
     plan = " | ".join(row[-1] for row in db.session.execute(
         db.text("EXPLAIN QUERY PLAN " + sql)))
