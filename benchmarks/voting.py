@@ -118,7 +118,7 @@ def matchmaking_scale(app, label: str, rounds: int, sizes=(282,)) -> None:
     """Issuing a session as the campaign grows from the demo's 24 prompts to each of
     ``sizes`` (282: the source benchmark's, 11.7-fold the comparisons): without a gold pair,
     with one (an alignment session: swapped gold pairs are the largest supply, a fifth of
-    the ordinary ones), the gold check after a gold answer (matchmaking.gold_due) and the
+    the ordinary ones), the gold check after a gold answer (matchmaking.gold_check) and the
     count of the campaign's damaged gold at its cap (gold._at_cap)."""
     rng = np.random.default_rng(1)
     rows, prompts = [], 24
@@ -135,7 +135,7 @@ def matchmaking_scale(app, label: str, rounds: int, sizes=(282,)) -> None:
                 db.session.commit()
 
             def check():
-                matchmaking.gold_due(voter.id, "alignment", 0)
+                matchmaking.gold_check(voter.id, "alignment", 0)
                 db.session.commit()
 
             def cap():

@@ -99,20 +99,23 @@ def publish(campaign: Campaign, rng: np.random.Generator | None = None) -> int:
         campaign.published_at = utcnow()
     added = _refresh(campaign)
     db.session.flush()
-    gold.initial_supply(campaign, rng or np.random.default_rng())
+    gold.top_up(campaign, rng or np.random.default_rng())
     refresh_statistics(Comparison)
     db.session.commit()
     return added
 
 
 def add_model(campaign: Campaign, model_name: str) -> int:
-    """Let a model join; a published campaign gets only the new pairs. Commits."""
+    """Let a model join; a published campaign gets only the new pairs, and the swapped gold
+    they want (arena.campaigns.gold.top_up). Commits."""
     (model,) = _models([model_name])
     if model in campaign.models:
         raise Conflict(f"{model_name} already takes part")
     campaign.models.append(model)
     db.session.flush()
     added = _refresh(campaign)
+    if added:
+        gold.top_up(campaign, np.random.default_rng(), damaged=False)
     refresh_statistics(Comparison)
     db.session.commit()
     return added
@@ -120,14 +123,21 @@ def add_model(campaign: Campaign, model_name: str) -> int:
 
 def on_new_image(_sender=None, *, model_id: int, prompt_id: int) -> int:
     """Add the pairs a new image makes possible in every published campaign that has this
-    model and this prompt (not committed). Returns the number added."""
+    model and this prompt, and the swapped gold they want (not committed). Returns the
+    number added."""
     live = db.session.scalars(
         select(Campaign)
         .join(campaign_models, campaign_models.c.campaign_id == Campaign.id)
         .join(Prompt, Prompt.prompt_set_id == Campaign.prompt_set_id)
         .where(campaign_models.c.model_id == model_id, Prompt.id == prompt_id,
                Campaign.published_at.is_not(None)))
-    return sum(_refresh(c, [prompt_id]) for c in live)
+    added = 0
+    for campaign in live:
+        pairs = _refresh(campaign, [prompt_id])
+        if pairs:
+            gold.top_up(campaign, np.random.default_rng(), damaged=False)
+        added += pairs
+    return added
 
 
 def add_gold_pair(campaign: Campaign, criterion: str, correct: bytes, wrong: bytes,

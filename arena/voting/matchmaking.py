@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Collection
 from datetime import datetime
 from functools import cache, partial
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 from blinker import Namespace
@@ -47,7 +47,7 @@ from arena.voting.shown import session as shown_session
 
 # Sent (voter_id=, criterion=, pool=) when a voter has answered a gold pair: the campaigns
 # feature checks, after the response has gone (arena.infra.deferred), whether this voter is
-# due a new one for their next session (gold_due) and makes it (wired in create_app). Made
+# due a new one for their next session (gold_check) and makes it (wired in create_app). Made
 # per answered gold vote, never per session issued: sessions opened and left unanswered
 # make nothing.
 gold_wanted = Namespace().signal("gold-wanted")
@@ -239,22 +239,20 @@ def _draw(query, voter_id: int, count: int, rng: np.random.Generator, pool: int,
     return chosen, passed
 
 
-GOLD_SAMPLE = 64  # gold pairs drawn from (and ordinary ones the gold is held against)
-
-
 def pick_validation(voter_id: int, criterion: str, rng, pool: int = 0):
-    """A gold pair of ``criterion`` this voter has not met, uniformly among those put in the
-    fewest sessions so far within a window of ``GOLD_SAMPLE`` at the lowest level, from a
-    random point of the shuffle order (:func:`window`; all of the level when it holds
-    fewer): none stands out by being shown more often, and the work is bounded however
-    large the supply (swapped pairs come to a fifth of the ordinary ones). A row of
+    """A gold pair of ``criterion`` this voter has not met, picked by the ordinary pairs'
+    rule (:func:`pick_statement`: the least-served of two runs of ``SAMPLE_RUN`` at the
+    lowest level, from random points of the shuffle order), so that the two kinds are put
+    in sessions alike: as often on average, and as evenly (see :data:`GOLD_SLACK`). A row of
     ``PICKED`` and the prompts its images were made for (``image_a_id_prompt``,
-    ``image_b_id_prompt``). One statement, one row back (the database draws the ``rng``'s
-    pick among the sample; reading the whole sample to keep one was a tenth of a session
-    request)."""
+    ``image_b_id_prompt``). One statement, one row back; the work is bounded however large
+    the supply (swapped pairs come to a fifth of the ordinary ones)."""
     return run(_validation_query(criterion), {
         "p_voter": voter_id, "p_pool": pool, "p_start": int(rng.integers(0, _KEYS)),
-        "p_pick": int(rng.integers(0, 2**31))}).first()
+        "p_start2": int(rng.integers(0, _KEYS))}).first()
+
+
+GOLD_SAMPLE = 64  # gold and ordinary pairs the gold check holds against each other
 
 
 def _gold_window(criterion: str, validation: bool, *columns):
@@ -268,58 +266,72 @@ def _gold_window(criterion: str, validation: bool, *columns):
 
 @cache
 def _validation_query(criterion: str):
-    """The window read once into a materialised WITH (its least ``issued``, how many are at
-    it, and the pick all read from it), the ``p_pick``-th of those at the least kept by
-    OFFSET. Numbering the sample with windows over nested subqueries took twice as long on
-    SQLite (0.37 against 0.19 ms with 404 gold pairs, benchmarks/request_cost.py's demo).
-    Reading every gold pair left to the voter instead took 10.6 ms a session on SQLite with
-    5,414 swapped pairs (benchmarks/voting.py's 81,228 comparisons), 0.25 with 4."""
-    gold = (_gold_window(criterion, True, *PICKED, Comparison.issued)
-            .cte("gold").prefix_with("MATERIALIZED"))
-    at_least = gold.c.issued == select(func.min(gold.c.issued)).scalar_subquery()
-    sample = select(func.count()).select_from(
-        select(gold.c.id).where(at_least).subquery()).scalar_subquery()
-    pick = func.coalesce(bindparam("p_pick", type_=Integer) % func.nullif(sample, 0), 0)
-    return (select(*(gold.c[column.key] for column in PICKED),
-                   *(select(Image.prompt_id).where(Image.id == gold.c[side])
-                     .scalar_subquery().label(f"{side}_prompt")
-                     for side in ("image_a_id", "image_b_id")))
-            .where(at_least).limit(fixed(1)).offset(pick))
+    """:func:`pick_statement` over the gold pairs at their lowest level, with the prompts of
+    the picked pair's images. Picking uniformly among the gold pairs put in the fewest
+    sessions instead bunched them: simulated (benchmarks/gold_frequency.py, 32 prompts, a
+    supply sized to the rate), the held-out accuracy of telling gold from ordinary by the
+    exact count was 0.54-0.58 where chance stays under 0.53-0.54, for the ordinary pairs'
+    counts spread wider around the same mean."""
+    lowest = at_lowest_level(_candidates(criterion, True), "lowest_gold")
+    picked = pick_statement(lowest, 1, _START, SAMPLE_RUN,
+                            param("p_start2", Comparison.shuffle_key)).subquery()
+    return select(*(picked.c[column.key] for column in PICKED),
+                  *(select(Image.prompt_id).where(Image.id == picked.c[side])
+                    .scalar_subquery().label(f"{side}_prompt")
+                    for side in ("image_a_id", "image_b_id")))
 
 
-def gold_due(voter_id: int, criterion: str, pool: int = 0,
-             rng: np.random.Generator | None = None) -> int | None:
-    """The campaign to make a gold pair in when this voter would otherwise get none, or only
-    ones put in more sessions than the freshest ordinary pair left to them (both counted in
-    sessions issued, so opening sessions without answering them inflates both alike); None
-    when no new pair is due (see arena.campaigns.gold). Both sides are read as the picks
+class GoldCheck(NamedTuple):
+    campaign_id: int  # of the freshest ordinary pair left to the voter
+    ahead: bool  # gold left to them runs more than GOLD_SLACK ahead, or none is left
+
+
+def gold_check(voter_id: int, criterion: str, pool: int = 0,
+               rng: np.random.Generator | None = None) -> GoldCheck | None:
+    """Whether the gold pairs left to this voter have been put in more sessions, on
+    average, than the ordinary ones by more than ``GOLD_SLACK``, or none is left to them
+    (both counted in sessions issued, so opening sessions without answering them inflates
+    both alike), and the campaign a new pair would be made in; None when no ordinary pair
+    is left to them (see arena.campaigns.gold.replenish). Both sides are read as the picks
     read them: the window of ``GOLD_SAMPLE`` at the lowest level from one random point
     (:func:`window`), the whole level when it holds fewer."""
     rng = rng if rng is not None else np.random.default_rng()
-    row = run(_gold_due_query(criterion), {"p_voter": voter_id, "p_pool": pool,
-                                          "p_start": int(rng.integers(0, _KEYS))}).first()
-    if row is None:  # (no ordinary pair left to this voter)
+    row = run(_gold_check_query(criterion), {"p_voter": voter_id, "p_pool": pool,
+                                            "p_start": int(rng.integers(0, _KEYS))}).first()
+    if row is None:
         return None
-    if row.least_issued is None or row.least_issued > row.issued:
-        return row.campaign_id
-    return None
+    return GoldCheck(row.campaign_id, row.gold_issued is None
+                     or float(row.gold_issued) > float(row.issued) + GOLD_SLACK)
+
+
+# How far, in sessions, gold pairs may run ahead of the ordinary ones on average before one
+# more is made. A supply sized to the rate (arena.campaigns.gold.top_up) keeps the two level,
+# and a pair once made is never taken back: with no slack, each window's sampling noise made
+# pairs that were never needed, and the supply only grew. Simulated
+# (benchmarks/gold_frequency.py: 32 prompts, 6,000 sessions), gold then came to be the
+# pairs served least: the AUC of the count for gold against ordinary fell to 0.105 when a
+# new pair was due above the freshest ordinary pair of a window (0.015 after 4,000 sessions
+# before the windows, above the freshest of all), 0.36 after 4,000 above the ordinary mean
+# and 0.44 above it by half a session, against 0.52 (chance: 0.47-0.54) with this slack.
+GOLD_SLACK = 1.0
 
 
 @cache
-def _gold_due_query(criterion: str):
-    """The freshest ordinary pair of its window (its sessions issued and campaign) and the
-    fewest sessions issued of a gold pair in its own, in one statement (it runs after every
-    gold answer: two statements were two round trips). Reading every pair left to the voter
-    instead took 36.5 ms on SQLite with 26,676 ordinary pairs of the criterion
+def _gold_check_query(criterion: str):
+    """The ordinary pairs' mean of sessions issued in their window and the campaign of the
+    freshest of them, and the gold pairs' mean in their own, in one statement (it runs after
+    every gold answer: two statements were two round trips). Reading every pair left to the
+    voter instead took 36.5 ms on SQLite with 26,676 ordinary pairs of the criterion
     (benchmarks/voting.py's 81,228 comparisons), 1.6 ms with 2,304."""
-    regular = _gold_window(criterion, False, Comparison.issued,
-                           Comparison.campaign_id).subquery()
-    freshest = (select(regular.c.issued, regular.c.campaign_id).order_by(regular.c.issued)
-                .limit(fixed(1)).subquery())
+    regular = (_gold_window(criterion, False, Comparison.issued, Comparison.campaign_id)
+               .cte("regular").prefix_with("MATERIALIZED"))  # (read twice, walked once)
+    freshest = (select(regular.c.campaign_id).order_by(regular.c.issued)
+                .limit(fixed(1)).scalar_subquery())
     gold = _gold_window(criterion, True, Comparison.issued).subquery()
-    least_issued = select(func.min(gold.c.issued)).scalar_subquery()
-    return select(freshest.c.issued, freshest.c.campaign_id,
-                  least_issued.label("least_issued"))
+    gold_issued = select(func.avg(gold.c.issued)).scalar_subquery()
+    return (select(func.avg(regular.c.issued).label("issued"),
+                   freshest.label("campaign_id"), gold_issued.label("gold_issued"))
+            .having(func.count() > 0))
 
 
 def _criteria_state(voter_id: int, pool: int) -> tuple[list[str], str | None]:

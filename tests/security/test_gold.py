@@ -27,6 +27,7 @@ from tests.factories import (
     make_prompt_set,
     new_voter,
 )
+from tests.security import frequency
 from tests.web.helpers import RoundTrips, api_session, bearer
 
 
@@ -95,6 +96,85 @@ def test_gold_is_served_no_more_than_ordinary_pairs(live, ctx):
     assert most_gold <= most_regular
     top3 = [c for c, _ in served.most_common(3)]
     assert not all(is_gold[c] for c in top3)
+
+
+def test_gold_cannot_be_told_by_how_often_it_is_served(ctx):
+    """Simulated (benchmarks/gold_frequency.py runs it long), the gold supply only grew:
+    a new pair was due whenever every gold pair of a window had been put in more sessions
+    than the freshest ordinary one of its own, which the spread of the ordinary counts made
+    true again and again, and gold came to be the pairs served least. Here, the AUC of the
+    count for gold against ordinary was 0.37 and the best rule on the exact count 0.59
+    right (0.5: a coin). Now a pair is due only when gold runs more than GOLD_SLACK
+    sessions ahead on average, and gold is picked by the ordinary pairs' rule (picked
+    uniformly among the least-issued, it bunched at the middle counts: 0.62 right by the
+    exact count). The count tells an attacker who sees every session nothing beyond
+    chance."""
+    ctx.config["VALIDATION_RATE"] = 0.5
+    rng = np.random.default_rng(5)
+    campaign_id = frequency.build(12, rng)  # 1,152 ordinary pairs: many windows of gold
+    first = frequency.counts(campaign_id)[1].sum()
+    assert first > 2 * matchmaking.GOLD_SAMPLE
+    end = frequency.simulate(campaign_id, 900, 900, rng)[-1]
+    assert end.regular_mean > 1.5  # (each ordinary pair put in about two sessions)
+    assert abs(end.gold_rate - 0.5) < 4 * np.sqrt(0.25 / 900), end
+    # 12 runs of this test: AUC 0.44-0.54 (chance alone: 0.44-0.56 at 99.9%, and the gold
+    # rate drawn varies too), the rule on the exact count 0.48-0.56 right
+    assert abs(end.auc - 0.5) < 0.08, end
+    assert end.lookup < 0.58, end
+    assert end.gold < 1.05 * first, (first, end)
+
+
+def test_a_new_gold_pair_is_due_only_when_gold_runs_a_session_ahead(live, ctx):
+    """The gold check's rule, exactly: ahead when the gold pairs left to the voter have been
+    put in more than GOLD_SLACK sessions more than the ordinary ones on average, or when
+    none is left to them; the campaign is the one of the freshest ordinary pair."""
+    voter = new_voter()
+    db.session.commit()
+
+    def due() -> int | None:
+        check = matchmaking.gold_check(voter.id, "preference")
+        return check.campaign_id if check.ahead else None
+
+    def served(gold: int, regular: int) -> int | None:
+        for is_gold, issued in ((True, gold), (False, regular)):
+            db.session.execute(update(Comparison).where(
+                Comparison.is_validation.is_(is_gold)).values(issued=issued))
+        db.session.commit()
+        return due()
+
+    assert served(3, 3) is None
+    assert served(4, 3) is None
+    assert served(5, 3) == live.id
+    assert served(2, 7) is None
+    # one ordinary pair far behind the rest: the mean, not the freshest, is the measure
+    db.session.execute(update(Comparison).where(
+        Comparison.is_validation.is_(False), Comparison.criterion == "preference",
+        Comparison.id == db.session.scalar(select(func.min(Comparison.id)).where(
+            Comparison.criterion == "preference", Comparison.is_validation.is_(False)))
+    ).values(issued=0))
+    db.session.commit()
+    assert due() is None
+    # no gold pair left to the voter (each met, or paused for a report): due, however
+    # little the ordinary ones were served
+    db.session.execute(update(Comparison).where(Comparison.is_validation).values(paused=True))
+    assert served(0, 0) == live.id
+
+
+def test_damaged_gold_grows_to_what_the_campaign_wants_without_running_ahead(live, ctx):
+    """Publishing makes the first GOLD_INITIAL_DAMAGED damaged pairs, and the rest were
+    made only while gold ran ahead of the ordinary pairs: with the slack, the supply grew
+    only to nearly a session ahead, and stayed there, to be told by it. Now, under the cap,
+    each gold answer makes one more while the campaign holds fewer than it wants, as
+    `arena campaign fill-gold` would at once; and no more once it holds them."""
+    voter = new_voter()
+    db.session.commit()
+    want, have = gold.supply_goal(live, "preference"), _damaged_preference_pairs()
+    assert 0 < have < want
+    assert not matchmaking.gold_check(voter.id, "preference").ahead  # (nothing served yet)
+    rng = np.random.default_rng(6)
+    for _ in range(want - have + 3):
+        gold.replenish(voter_id=voter.id, criterion="preference", rng=rng)
+    assert _damaged_preference_pairs() == want
 
 
 def test_swapped_and_damaged_pairs_have_a_clear_answer(live):
@@ -279,7 +359,7 @@ def test_the_check_after_a_gold_answer_at_the_cap_is_two_statements_and_a_commit
         with RoundTrips(engine) as trips:
             used = trips.measure(lambda: gold.replenish(voter_id=voter_id,
                                                         criterion="preference"))
-        assert matchmaking.gold_due(voter_id, "preference") is not None  # (due, at the cap)
+        assert matchmaking.gold_check(voter_id, "preference").ahead  # (due, at the cap)
         assert _damaged_preference_pairs() == have
         postgres = engine.dialect.name == "postgresql"
     # (SQLite's BEGIN is a statement of its own)

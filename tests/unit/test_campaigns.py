@@ -97,6 +97,25 @@ def test_joining_model_and_new_images_add_only_new_pairs(three_models):
     assert added == 5 * 2 * 3
 
 
+def test_new_pairs_bring_the_swapped_gold_they_want(three_models):
+    """The swapped gold was made at publishing only: a model joining later doubled the
+    ordinary pairs and left the gold served twice as often as they were, to be told apart
+    by it (benchmarks/gold_frequency.py --supply-rate 0.25). Now the supply is topped up
+    wherever pairs are added."""
+    from arena.campaigns import gold
+
+    campaign, _ = three_models
+    campaigns.publish(campaign)
+
+    def supply() -> tuple[int, int]:
+        return gold._auto_gold(campaign.id, "alignment"), gold.wanted(campaign, "alignment")
+    have, want = supply()
+    assert have == want > 0
+    campaigns.add_model(campaign, "C")
+    have_after, want_after = supply()
+    assert have_after == want_after > want
+
+
 def test_bad_definitions(ctx):
     with pytest.raises(NotFound, match="no prompt set"):
         campaigns.create_campaign("x", "Nope", [])

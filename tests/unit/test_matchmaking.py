@@ -224,7 +224,7 @@ def test_the_gold_pick_and_the_gold_check_stay_flat_as_the_campaign_grows(ctx):
                        .values(is_validation=True, correct_image_id=Comparison.image_a_id))
     voter_id = new_voter().id
     db.session.commit()
-    values = {"p_voter": voter_id, "p_pool": 0, "p_start": 2**30, "p_pick": 3}
+    values = {"p_voter": voter_id, "p_pool": 0, "p_start": 2**30, "p_start2": 2**29}
     driver = db.session.connection().connection.dbapi_connection
 
     def steps(query) -> int:
@@ -245,7 +245,7 @@ def test_the_gold_pick_and_the_gold_check_stay_flat_as_the_campaign_grows(ctx):
             select(Comparison.is_validation, func.count()).where(
                 Comparison.criterion == "coherence").group_by(Comparison.is_validation)).all())
         return (steps(matchmaking._validation_query("coherence")),
-                steps(matchmaking._gold_due_query("coherence")), counts)
+                steps(matchmaking._gold_check_query("coherence")), counts)
 
     pick, check, before = both()
     assert before[True] > 2 * matchmaking.GOLD_SAMPLE, before  # (more than a window's worth)
@@ -311,31 +311,39 @@ def any_campaign(any_app):
         yield make_campaign()
 
 
-def test_gold_pairs_are_drawn_uniformly_among_the_least_issued(any_campaign):
-    """pick_validation: every gold pair at the lowest issued count comes up about equally
-    often, one issued more often never does (the database draws among the sample), on
-    both databases."""
+def test_gold_pairs_are_drawn_by_the_ordinary_pairs_rule(any_campaign):
+    """pick_validation picks as the ordinary pick does (the least-served of a sample at the
+    lowest level, random among equals), so that gold and ordinary pairs are put in sessions
+    alike: every gold pair at the fewest votes for its target comes up, one further along
+    never does, however many sessions each was put in; on both databases."""
     ids = db.session.scalars(select(Comparison.id).where(
         Comparison.criterion == "coherence", Comparison.is_validation.is_(False)
     ).order_by(Comparison.id).limit(6)).all()
     db.session.execute(update(Comparison).where(Comparison.id.in_(ids))
-                       .values(is_validation=True, issued=0))
-    db.session.execute(update(Comparison).where(Comparison.id == ids[0]).values(issued=3))
+                       .values(is_validation=True, votes_count=0, issued=0))
+    db.session.execute(update(Comparison).where(Comparison.id == ids[0]).values(votes_count=3))
+    db.session.execute(update(Comparison).where(Comparison.id == ids[1]).values(issued=4))
     db.session.commit()
     least = set(db.session.scalars(select(Comparison.id).where(
         Comparison.criterion == "coherence", Comparison.is_validation.is_(True),
-        Comparison.issued == 0)))
+        Comparison.votes_count == 0)))
     assert ids[0] not in least and set(ids[1:]) <= least
+    # ties go to the first after a random point of the shuffle order, as ordinary ones do:
+    # with their keys evenly spaced (the one further along sharing a key), that is uniform
+    for k, pair_id in enumerate([*sorted(least), ids[0]]):
+        db.session.execute(update(Comparison).where(Comparison.id == pair_id)
+                           .values(shuffle_key=k % len(least) * (2**31 // len(least))))
+    db.session.commit()
     voter, rng, draws = new_voter(), np.random.default_rng(9), 300 * len(least)
     counts = Counter(matchmaking.pick_validation(voter.id, "coherence", rng).id
                      for _ in range(draws))
-    assert set(counts) == least
+    assert set(counts) == least, counts
     expected = draws / len(least)
     chi2 = sum((counts[c] - expected) ** 2 / expected for c in least)
-    assert chi2 < 30  # (df = len(least) - 1 <= 7: p < 1e-4 beyond)
+    assert chi2 < 30, counts  # (df = len(least) - 1 <= 7: p < 1e-4 beyond)
     assert matchmaking.pick_validation(voter.id, "coherence", rng, pool=99) is None
     # the least is taken among the pairs this voter has not met: given all those at 0,
-    # only the one issued more often is left to them
+    # only the one further along is left to them
     session = VotingSession(public_id="gold-met", voter_id=voter.id, criterion="coherence")
     db.session.add(session)
     db.session.flush()
