@@ -61,6 +61,9 @@ def main() -> None:
     parser.add_argument("--supply-rate", type=float, help="the rate the first supply is for")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if not 0 < args.rate <= 1 or not 0 < (args.supply_rate or args.rate) <= 1:
+        parser.error("--rate and --supply-rate are probabilities above 0: with no gold there "
+                     "is nothing to tell apart")
     rng = np.random.default_rng(args.seed)
     app = create_app({"INSTANCE_PATH": str(scratch_dir("arena-gold-")), "SECRET_KEY": "bench",
                       "PSEUDONYM_KEY": "bench", "RATELIMIT_ENABLED": False,

@@ -35,7 +35,7 @@ def build_comparisons(
         select(Comparison.criterion, Comparison.image_a_id, Comparison.image_b_id)
         .where(Comparison.prompt_id.in_(prompt_ids), Comparison.pool == pool)).all())
     added = 0
-    for prompt_id, items in _images_by_prompt(prompt_ids, model_ids, images_per_model).items():
+    for prompt_id, items in images_by_prompt(prompt_ids, model_ids, images_per_model).items():
         for (ia, ma), (ib, mb) in combinations(sorted(items), 2):
             if ma == mb:
                 continue
@@ -51,9 +51,10 @@ def build_comparisons(
     return added
 
 
-def _images_by_prompt(prompt_ids, model_ids, images_per_model
-                      ) -> dict[int, list[tuple[int, int]]]:
-    """(image id, model id) per prompt: each model's first ``images_per_model`` images."""
+def images_by_prompt(prompt_ids, model_ids, images_per_model
+                     ) -> dict[int, list[tuple[int, int]]]:
+    """(image id, model id) per prompt: each model's first ``images_per_model`` images (the
+    images a campaign's pairs are made of)."""
     query = select(Image.id, Image.prompt_id, Image.model_id).where(
         Image.prompt_id.in_(prompt_ids), Image.model_id.is_not(None),
         Image.quarantined.is_(False), Image.paused_at.is_(None))

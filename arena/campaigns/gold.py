@@ -10,12 +10,13 @@ own images, with an answer nobody careful gets wrong:
   (:func:`arena.catalog.damage.damage`); the intact one is right.
 
 Gold pairs want as many votes as ordinary pairs and are picked by the same least-served rule
-(:mod:`arena.voting.matchmaking`), so the two kinds are put in sessions alike and how often
-a pair comes says nothing of its kind (tests/security/frequency.py). When the gold pairs
-left to a voter have run more than ``GOLD_SLACK`` sessions ahead of the ordinary ones, or
-none is left to them, one more is made (:func:`replenish`), so validation keeps coming at
-the configured rate for a voter's whole life, up to ``GOLD_MAX_DAMAGED`` damaged copies per
-campaign and criterion.
+(:mod:`arena.voting.matchmaking`), so the two kinds are put in sessions alike and, with a
+supply sized to the rate (:func:`top_up`, :func:`replenish`), how often a pair comes says
+nothing of its kind (tests/security/frequency.py; not beyond ``GOLD_MAX_DAMAGED`` damaged
+copies per campaign and criterion, the cap, where a large campaign wants more). When the
+gold pairs left to a voter have run more than ``GOLD_SLACK`` sessions ahead of the
+ordinary ones, or none is left to them, one more is made (:func:`replenish`), so
+validation keeps coming at the configured rate for a voter's whole life.
 
 Nothing about a gold pair may show in timing: it is made after the response that asked for
 it has gone (:mod:`arena.infra.deferred`), its images are rendered when stored (a first view
@@ -34,6 +35,7 @@ import numpy as np
 from flask import current_app
 from sqlalchemy import func, select
 
+from arena.campaigns import comparisons
 from arena.catalog import images
 from arena.catalog.damage import damage
 from arena.errors import Conflict
@@ -283,7 +285,7 @@ def _pair_from(campaign: Campaign, criterion: str, pool, ready: dict) -> Compari
     (another request took it meanwhile): nothing is ever rendered here, under the lock; the
     next gold answer plans again."""
     source_id, prompt = ready["source"]
-    if (source_id, prompt) not in pool:
+    if (source_id, prompt) not in {(image, p) for image, p, _ in pool}:
         return None
     if "copy_id" in ready:
         copy = db.session.get(Image, ready["copy_id"])
@@ -297,15 +299,17 @@ def _pair_from(campaign: Campaign, criterion: str, pool, ready: dict) -> Compari
     return _add(campaign, criterion, source_id, copy.id, prompt, "damaged")
 
 
-def _campaign_images(campaign: Campaign) -> list[tuple[int, int]]:
-    """(image id, prompt id) of every image of the campaign's models on its prompts."""
-    return [tuple(row) for row in db.session.execute(
-        select(Image.id, Image.prompt_id)
-        .join(campaign_models, campaign_models.c.model_id == Image.model_id)
-        .join(Prompt, Prompt.id == Image.prompt_id)
-        .where(campaign_models.c.campaign_id == campaign.id,
-               Prompt.prompt_set_id == campaign.prompt_set_id,
-               Image.quarantined.is_(False), Image.paused_at.is_(None))).all()]
+def _campaign_images(campaign: Campaign) -> list[tuple[int, int, int]]:
+    """(image id, prompt id, model id) of every image the campaign's ordinary pairs are made
+    of (arena.campaigns.comparisons.images_by_prompt): a gold pair of images met nowhere
+    else, beyond a model's first ``images_per_model``, would stand out."""
+    prompt_ids = db.session.scalars(select(Prompt.id).where(
+        Prompt.prompt_set_id == campaign.prompt_set_id)).all()
+    model_ids = db.session.scalars(select(campaign_models.c.model_id).where(
+        campaign_models.c.campaign_id == campaign.id)).all()
+    by_prompt = comparisons.images_by_prompt(prompt_ids, model_ids, campaign.images_per_model)
+    return [(image, prompt, model) for prompt, items in by_prompt.items()
+            for image, model in items]
 
 
 def _exists(criterion: str, a: int, b: int, pool: int) -> bool:
@@ -328,8 +332,11 @@ def _add(campaign: Campaign, criterion: str, right: int, wrong: int, prompt_id: 
 
 
 def _swapped(campaign, pool, rng) -> Comparison | None:
-    right, prompt = pool[int(rng.integers(len(pool)))]
-    others = [image for image, p in pool if p != prompt]
+    """The caption of one image's prompt over it and an image of another prompt by another
+    model: an ordinary pair never has two images of one model (with four models, a quarter
+    of swapped pairs had, for anyone who knows the models' styles to spot)."""
+    right, prompt, model = pool[int(rng.integers(len(pool)))]
+    others = [image for image, p, m in pool if p != prompt and m != model]
     if not others:
         return None
     wrong = others[int(rng.integers(len(others)))]
@@ -347,8 +354,9 @@ def _damage_plan(campaign, criterion, pool, rng, exclude=frozenset()
     paired = set(db.session.scalars(select(Comparison.correct_image_id).where(
         Comparison.campaign_id == campaign.id, Comparison.criterion == criterion,
         Comparison.gold_kind == "damaged")))
-    fresh = [(i, p) for i, p in pool if i not in paired and i not in exclude]
-    source_id, prompt = (fresh or pool)[int(rng.integers(len(fresh or pool)))]
+    every = [(i, p) for i, p, _ in pool]
+    fresh = [(i, p) for i, p in every if i not in paired and i not in exclude]
+    source_id, prompt = (fresh or every)[int(rng.integers(len(fresh or every)))]
     copies = db.session.scalars(select(Image).where(Image.source_id == source_id)).all()
     copy = next((c for c in copies if not _exists(criterion, source_id, c.id, campaign.pool)),
                 None)

@@ -292,13 +292,13 @@ def gold_check(voter_id: int, criterion: str, pool: int = 0,
     average, than the ordinary ones by more than ``GOLD_SLACK``, or none is left to them
     (both counted in sessions issued, so opening sessions without answering them inflates
     both alike), and the campaign a new pair would be made in; None when no ordinary pair
-    is left to them (see arena.campaigns.gold.replenish). Both sides are read as the picks
-    read them: the window of ``GOLD_SAMPLE`` at the lowest level from one random point
-    (:func:`window`), the whole level when it holds fewer."""
+    is left to them, or it belongs to no campaign (see arena.campaigns.gold.replenish).
+    Both sides are read as the picks read them: the window of ``GOLD_SAMPLE`` at the lowest
+    level from one random point (:func:`window`), the whole level when it holds fewer."""
     rng = rng if rng is not None else np.random.default_rng()
     row = run(_gold_check_query(criterion), {"p_voter": voter_id, "p_pool": pool,
                                             "p_start": int(rng.integers(0, _KEYS))}).first()
-    if row is None:
+    if not row.pairs or row.campaign_id is None:  # (none left; or pairs of no campaign)
         return None
     return GoldCheck(row.campaign_id, row.gold_issued is None
                      or float(row.gold_issued) > float(row.issued) + GOLD_SLACK)
@@ -329,9 +329,9 @@ def _gold_check_query(criterion: str):
                 .limit(fixed(1)).scalar_subquery())
     gold = _gold_window(criterion, True, Comparison.issued).subquery()
     gold_issued = select(func.avg(gold.c.issued)).scalar_subquery()
-    return (select(func.avg(regular.c.issued).label("issued"),
-                   freshest.label("campaign_id"), gold_issued.label("gold_issued"))
-            .having(func.count() > 0))
+    # (a count rather than HAVING without GROUP BY, which SQLite takes only from 3.39)
+    return select(func.count().label("pairs"), func.avg(regular.c.issued).label("issued"),
+                  freshest.label("campaign_id"), gold_issued.label("gold_issued"))
 
 
 def _criteria_state(voter_id: int, pool: int) -> tuple[list[str], str | None]:

@@ -135,6 +135,8 @@ def lift(issued: np.ndarray, gold: np.ndarray, top: float = 0.05) -> float:
 def snapshot(campaign_id: int, sessions: int, with_gold: int, rng: np.random.Generator,
              draws: int = 1000) -> Snapshot:
     issued, gold = counts(campaign_id)
+    if not 0 < gold.sum() < len(gold):
+        raise ValueError("the campaign needs gold and ordinary pairs (VALIDATION_RATE > 0)")
 
     def held_out(values, labels):
         return lookup(values, labels, rng, splits=1)

@@ -16,7 +16,7 @@ from arena.campaigns import campaigns, gold
 from arena.catalog import images, ingest
 from arena.errors import Invalid
 from arena.extensions import db
-from arena.models import Comparison, Image, Prompt, Task
+from arena.models import Comparison, GenModel, Image, Prompt, Task
 from arena.voting import matchmaking
 from tests.datasets import IMAGES
 from tests.factories import (
@@ -158,6 +158,12 @@ def test_a_new_gold_pair_is_due_only_when_gold_runs_a_session_ahead(live, ctx):
     # little the ordinary ones were served
     db.session.execute(update(Comparison).where(Comparison.is_validation).values(paused=True))
     assert served(0, 0) == live.id
+    # ordinary pairs of no campaign (made before there were campaigns): none to make it in
+    db.session.execute(update(Comparison).where(Comparison.is_validation.is_(False))
+                       .values(campaign_id=None))
+    db.session.commit()
+    assert matchmaking.gold_check(voter.id, "preference") is None
+    assert gold.replenish(voter_id=voter.id, criterion="preference") is None
 
 
 def test_damaged_gold_grows_to_what_the_campaign_wants_without_running_ahead(live, ctx):
@@ -196,6 +202,30 @@ def test_swapped_and_damaged_pairs_have_a_clear_answer(live):
         b = np.asarray(PILImage.open(io.BytesIO(images.presented_bytes(copy, small))), float)
         assert np.abs(a - b).mean() > 15  # visibly different, same size
     assert all(c.target_votes == live.target_votes for c in pairs)
+
+
+def test_a_swapped_pair_is_made_of_what_ordinary_pairs_are_made_of(live, ctx):
+    """A swapped pair took its wrong image from any model, its own included: with four
+    models a quarter of them showed two images of one model, which no ordinary pair does,
+    for anyone who knows the models' styles. And it took images beyond a model's first
+    ``images_per_model``, which no ordinary pair shows. Now both images are among the
+    ordinary pairs', and of two models."""
+    rng = np.random.default_rng(7)
+    model_a = db.session.scalar(select(Image.model_id).where(Image.model_id.is_not(None)))
+    extra = ingest.ingest_image(db.session.get(GenModel, model_a),
+                                db.session.scalar(select(Prompt.id)), photo(rng, 99),
+                                "extra.png")
+    assert extra.ok
+    shown = set()
+    for side in (Comparison.image_a_id, Comparison.image_b_id):
+        shown |= set(db.session.scalars(select(side).where(Comparison.is_validation.is_(False))))
+    assert extra.image_id not in shown  # (beyond images_per_model: in no ordinary pair)
+    made = [gold.make_pair(live, "alignment", rng) for _ in range(60)]
+    pairs = [pair for pair in made if pair is not None]
+    assert len(pairs) > 30
+    for pair in pairs:
+        a, b = db.session.get(Image, pair.image_a_id), db.session.get(Image, pair.image_b_id)
+        assert a.model_id != b.model_id and {a.id, b.id} <= shown
 
 
 def test_alignment_gold_always_shows_a_caption(live, app, client):
