@@ -23,6 +23,7 @@ from arena.models import (
     Campaign,
     Comparison,
     GenModel,
+    Image,
     Prompt,
     PromptSet,
     campaign_models,
@@ -115,7 +116,9 @@ def add_model(campaign: Campaign, model_name: str) -> int:
     db.session.flush()
     added = _refresh(campaign)
     if added:
-        gold.top_up(campaign, np.random.default_rng(), damaged=False)
+        gold.top_up(campaign, np.random.default_rng(), damaged=False,
+                    fresh=set(db.session.scalars(select(Image.id).where(
+                        Image.model_id == model.id))))
     refresh_statistics(Comparison)
     db.session.commit()
     return added
@@ -135,7 +138,9 @@ def on_new_image(_sender=None, *, model_id: int, prompt_id: int) -> int:
     for campaign in live:
         pairs = _refresh(campaign, [prompt_id])
         if pairs:
-            gold.top_up(campaign, np.random.default_rng(), damaged=False)
+            gold.top_up(campaign, np.random.default_rng(), damaged=False,
+                        fresh=set(db.session.scalars(select(Image.id).where(
+                            Image.model_id == model_id, Image.prompt_id == prompt_id))))
         added += pairs
     return added
 

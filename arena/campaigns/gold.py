@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 
@@ -63,17 +64,21 @@ def wanted(campaign: Campaign, criterion: str) -> int:
     return math.ceil(regular * rate / (tasks - rate))
 
 
-def top_up(campaign: Campaign, rng: np.random.Generator, damaged: bool = True) -> int:
+def top_up(campaign: Campaign, rng: np.random.Generator, damaged: bool = True,
+           fresh: Collection[int] = ()) -> int:
     """Every swapped pair alignment now wants (cheap: no new image) and, with ``damaged``, a
     first handful of damaged ones (the rest are made as voters need them,
     :func:`replenish`). At publishing, and without ``damaged`` (no image work in an
     upload's request) whenever the campaign gains ordinary pairs: a model joins, an image
-    arrives. Not committed. Left to the gold check alone, a supply sized for fewer pairs
-    stayed ahead of them by most of ``GOLD_SLACK``, and gold could be told by being served
-    more: simulated with a first supply half the size it should be
-    (benchmarks/gold_frequency.py --supply-rate 0.25), the AUC of the count was still 0.69
-    after 6,000 sessions."""
+    arrives. Then ``fresh`` holds the new images, and the new swapped pairs show one of them
+    beside an older image, as every new ordinary pair does: new pairs are served before the
+    others, and gold made of older images alone would be the pairs without a new image.
+    Not committed. Left to the gold check alone, a supply sized for fewer pairs stayed ahead
+    of them by most of ``GOLD_SLACK``, and gold could be told by being served more:
+    simulated with a first supply half the size it should be (benchmarks/gold_frequency.py
+    --supply-rate 0.25), the AUC of the count was still 0.69 after 6,000 sessions."""
     made = 0
+    pool = _campaign_images(campaign)
     for criterion in campaign.criteria_list:
         if AUTO_KINDS[criterion] == "damaged" and not damaged:
             continue
@@ -82,7 +87,7 @@ def top_up(campaign: Campaign, rng: np.random.Generator, damaged: bool = True) -
         if AUTO_KINDS[criterion] == "damaged":
             goal = min(goal, int(current_app.config["GOLD_INITIAL_DAMAGED"]))
         for _ in range(max(0, goal - have)):
-            made += make_pair(campaign, criterion, rng) is not None
+            made += make_pair(campaign, criterion, rng, pool=pool, fresh=fresh) is not None
     return made
 
 
@@ -262,17 +267,20 @@ def _auto_gold_count():
 
 
 def make_pair(campaign: Campaign, criterion: str, rng: np.random.Generator,
-              attempts: int = 8, ready: dict | None = None) -> Comparison | None:
+              attempts: int = 8, ready: dict | None = None, pool: list | None = None,
+              fresh: Collection[int] = ()) -> Comparison | None:
     """A new automatic gold pair (not committed), or None when the campaign's images allow
-    no new one. ``ready`` may hold a damaged copy prepared ahead (see :func:`replenish`)."""
-    pool = _campaign_images(campaign)
+    no new one. ``ready`` may hold a damaged copy prepared ahead (see :func:`replenish`);
+    ``pool`` the campaign's images, read once by a caller making many (:func:`top_up`);
+    ``fresh`` images a swapped pair's right image is to be among (:func:`top_up`)."""
+    pool = pool if pool is not None else _campaign_images(campaign)
     if len(pool) < 2:
         return None
     if ready:
         return _pair_from(campaign, criterion, pool, ready)
     for _ in range(attempts):
         if AUTO_KINDS[criterion] == "swapped":
-            pair = _swapped(campaign, pool, rng)
+            pair = _swapped(campaign, pool, rng, fresh)
         else:
             pair = _damaged(campaign, criterion, pool, rng)
         if pair is not None:
@@ -331,11 +339,15 @@ def _add(campaign: Campaign, criterion: str, right: int, wrong: int, prompt_id: 
     return pair
 
 
-def _swapped(campaign, pool, rng) -> Comparison | None:
-    """The caption of one image's prompt over it and an image of another prompt by another
-    model: an ordinary pair never has two images of one model (with four models, a quarter
-    of swapped pairs had, for anyone who knows the models' styles to spot)."""
-    right, prompt, model = pool[int(rng.integers(len(pool)))]
+def _swapped(campaign, pool, rng, fresh: Collection[int] = ()) -> Comparison | None:
+    """The caption of one image's prompt over it (one of ``fresh``, if given) and an image
+    of another prompt by another model: an ordinary pair never has two images of one model
+    (with four models, a quarter of swapped pairs had, for anyone who knows the models'
+    styles to spot)."""
+    rights = [item for item in pool if item[0] in fresh] if fresh else pool
+    if not rights:
+        return None
+    right, prompt, model = rights[int(rng.integers(len(rights)))]
     others = [image for image, p, m in pool if p != prompt and m != model]
     if not others:
         return None

@@ -103,6 +103,7 @@ def test_new_pairs_bring_the_swapped_gold_they_want(three_models):
     by it (benchmarks/gold_frequency.py --supply-rate 0.25). Now the supply is topped up
     wherever pairs are added."""
     from arena.campaigns import gold
+    from arena.models import Image as ImageRow
 
     campaign, _ = three_models
     campaigns.publish(campaign)
@@ -111,9 +112,19 @@ def test_new_pairs_bring_the_swapped_gold_they_want(three_models):
         return gold._auto_gold(campaign.id, "alignment"), gold.wanted(campaign, "alignment")
     have, want = supply()
     assert have == want > 0
+    before = db.session.scalar(select(func.max(Comparison.id)))
     campaigns.add_model(campaign, "C")
     have_after, want_after = supply()
     assert have_after == want_after > want
+    # new pairs are served first, and each shows an image of C: so does each new gold pair
+    # (gold of older images alone would be the pairs without one)
+    newest = db.session.scalars(select(Comparison).where(
+        Comparison.id > before, Comparison.gold_kind == "swapped")).all()
+    assert len(newest) == want_after - want
+    for pair in newest:
+        models = {db.session.get(ImageRow, i).model.name for i in (pair.image_a_id,
+                                                                  pair.image_b_id)}
+        assert "C" in models and len(models) == 2, models
 
 
 def test_bad_definitions(ctx):
