@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 from sqlalchemy import insert, select
 
 from arena.config import CRITERIA
 from arena.extensions import db
-from arena.models import Comparison, GenModel, Image, Prompt, PromptSet
+from arena.models import Comparison, GenModel, Image
+from tests.factories import image_rows
 
 
 def grow_campaign(n_prompts: int, criteria=CRITERIA) -> int:
@@ -17,18 +16,8 @@ def grow_campaign(n_prompts: int, criteria=CRITERIA) -> int:
     (96 per prompt and criterion), with bulk inserts. Image rows have no files: matchmaking
     never reads pixels."""
     models = db.session.scalars(select(GenModel)).all()
-    prompt_set = PromptSet(name=f"synthetic-{n_prompts}", source="benchmark")
-    db.session.add(prompt_set)
-    db.session.flush()
-    db.session.execute(insert(Prompt), [
-        {"prompt_set_id": prompt_set.id, "position": i + 1, "text": f"synthetic {i}"}
-        for i in range(n_prompts)])
-    prompt_ids = db.session.scalars(
-        select(Prompt.id).where(Prompt.prompt_set_id == prompt_set.id)).all()
-    db.session.execute(insert(Image), [
-        {"sha256": hashlib.sha256(f"{p}-{m.id}-{k}".encode()).hexdigest(), "model_id": m.id,
-         "prompt_id": p, "width": 512, "height": 512}
-        for p in prompt_ids for m in models[:4] for k in range(4)])
+    prompt_ids = image_rows(f"synthetic-{n_prompts}", "benchmark",
+                            [f"synthetic {i}" for i in range(n_prompts)], models[:4], 4)
     rows = db.session.execute(select(Image.id, Image.prompt_id, Image.model_id).where(
         Image.prompt_id.in_(prompt_ids))).all()
     by_prompt = {}

@@ -4,12 +4,14 @@ models, voters, and votes cast through the real services. Call them inside an ap
 
 from __future__ import annotations
 
+import hashlib
 import math
 from datetime import timedelta
 
 import numpy as np
 from flask import current_app
 from PIL import Image as PILImage
+from sqlalchemy import insert, select
 
 from arena.accounts import owners
 from arena.campaigns import comparisons
@@ -17,6 +19,7 @@ from arena.catalog import images, registry
 from arena.extensions import db
 from arena.models import (
     GenModel,
+    Image,
     Owner,
     Prompt,
     PromptSet,
@@ -46,6 +49,26 @@ def make_prompt_set(name: str = "s", texts=("a red cube",), category: str | None
                               category=category))
     db.session.commit()
     return prompt_set
+
+
+def image_rows(set_name: str, source: str, texts: list[str], models: list[GenModel],
+               per_model: int) -> list[int]:
+    """A prompt set of ``texts`` and ``per_model`` image rows per model and prompt, in bulk
+    inserts and without files (matchmaking and swapped gold never read pixels), for
+    simulations and benchmarks at scale. Returns the prompt ids, in order."""
+    prompt_set = PromptSet(name=set_name, source=source)
+    db.session.add(prompt_set)
+    db.session.flush()
+    db.session.execute(insert(Prompt), [
+        {"prompt_set_id": prompt_set.id, "position": i + 1, "text": text}
+        for i, text in enumerate(texts)])
+    prompt_ids = db.session.scalars(select(Prompt.id).where(
+        Prompt.prompt_set_id == prompt_set.id).order_by(Prompt.position)).all()
+    db.session.execute(insert(Image), [
+        {"sha256": hashlib.sha256(f"{p}-{m.id}-{k}".encode()).hexdigest(), "model_id": m.id,
+         "prompt_id": p, "width": 512, "height": 512}
+        for p in prompt_ids for m in models for k in range(per_model)])
+    return prompt_ids
 
 
 def make_owner(name: str = "acme") -> tuple[Owner, str]:

@@ -9,22 +9,21 @@ benchmarks/gold_frequency.py.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
 from flask import current_app
 from scipy.stats import rankdata
-from sqlalchemy import insert, select
+from sqlalchemy import select
 
 from arena.campaigns import campaigns
 from arena.campaigns.demo import _simulated_vote
 from arena.extensions import db
-from arena.models import Comparison, GenModel, Image, Prompt, PromptSet, Task, utcnow
+from arena.models import Comparison, GenModel, Task, utcnow
 from arena.voting import matchmaking
 from arena.voting.votes import ensure_ratings
-from tests.factories import new_voter
+from tests.factories import image_rows, new_voter
 
 MODELS = 4
 IMAGES = 4  # per model and prompt: 96 ordinary pairs per prompt
@@ -35,21 +34,12 @@ def build(n_prompts: int, rng: np.random.Generator, supply_rate: float | None = 
     sized for ``VALIDATION_RATE`` (or for ``supply_rate``: a supply too small or too large
     for the rate voters meet); image rows without files (matchmaking and swapped gold never
     read pixels). Returns its id."""
-    prompt_set = PromptSet(name="frequency", source="simulation")
-    db.session.add(prompt_set)
     models = [GenModel(name=f"model-{k}") for k in range(MODELS)]
     db.session.add_all(models)
     db.session.flush()
     ensure_ratings([m.id for m in models])
-    db.session.execute(insert(Prompt), [
-        {"prompt_set_id": prompt_set.id, "position": i + 1, "text": f"a scene number {i}"}
-        for i in range(n_prompts)])
-    prompt_ids = db.session.scalars(
-        select(Prompt.id).where(Prompt.prompt_set_id == prompt_set.id)).all()
-    db.session.execute(insert(Image), [
-        {"sha256": hashlib.sha256(f"{p}-{m.id}-{k}".encode()).hexdigest(), "model_id": m.id,
-         "prompt_id": p, "width": 512, "height": 512}
-        for p in prompt_ids for m in models for k in range(IMAGES)])
+    image_rows("frequency", "simulation", [f"a scene number {i}" for i in range(n_prompts)],
+               models, IMAGES)
     db.session.commit()
     campaign = campaigns.create_campaign("Frequency", "frequency", [m.name for m in models],
                                          criteria=["alignment"], images_per_model=IMAGES)
