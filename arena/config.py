@@ -88,6 +88,11 @@ class Defaults:
     # standing is paused at once, until an operator restores or removes it
     # (arena.voting.image_reports).
     REPORTS_TO_PAUSE = 3
+    # The figures public pages show (a campaign's progress, the campaign list, the
+    # leaderboards, an owner's vote counts) are taken at most once per this many seconds and
+    # shared by every worker: no vote moves them before the next period, so a reload does not
+    # tell a voter whether their last answer was a gold pair (arena.analysis.published).
+    PUBLISHED_PERIOD_S = 3600
     # Votes faster than this (ms from the voter's previous action in the session, on the
     # server's clock) are stored but do not count: nobody judges two images quicker.
     MIN_VOTE_MS: ClassVar[dict[str, int]] = {"preference": 700, "coherence": 900,
@@ -142,7 +147,9 @@ class Defaults:
     # Set by wsgi_app (the servers' app), not in the CLI or the tests.
     SWITCH_INTERVAL_MS = 0.5
     # Server-Timing headers (the app's time and SQL statement count per request), for
-    # benchmarks/ingest.py and for profiling a deployment; off by default.
+    # benchmarks/ingest.py and for profiling a deployment; off by default. Never on where
+    # voters reach the server: a gold answer's vote runs one statement fewer than an
+    # ordinary one, and the header says so.
     SERVER_TIMING = False
     # The vote path's statements on the database driver's cursor (arena.infra.prepared),
     # and on SQLite a request's write begun on its reads' connection

@@ -327,6 +327,20 @@ class EloRating(db.Model):
     model: Mapped[GenModel] = relationship()
 
 
+class PublishedFigures(db.Model):
+    """Figures the public pages show (progress, the campaign list, the online Elo, an owner's
+    vote counts), counted to the period's cut-off by its first request and read by every
+    worker until the next: a vote moves none of them before then, so nobody learns from a
+    reload whether their last answer was a gold pair (:mod:`arena.analysis.published`)."""
+
+    __tablename__ = "published_figures"
+    kind: Mapped[str] = mapped_column(String(20), primary_key=True)
+    key: Mapped[int] = mapped_column(Integer, primary_key=True)  # a campaign's, a model's; 0
+    period: Mapped[datetime] = mapped_column(DateTime, primary_key=True)  # when it began
+    as_of: Mapped[datetime] = mapped_column(DateTime)  # they count what was stamped before it
+    payload: Mapped[str] = mapped_column(Text)  # JSON
+
+
 class ImageReport(db.Model):
     """A voter's report that an image in one of their tasks is broken, offensive or wrong in
     some other way. Not a vote: the task closes without one. Open until an operator

@@ -5,7 +5,9 @@
 Builds a throwaway database: 282 prompts x 4 models x 4 images (the source benchmark's size),
 then ``--votes`` preference votes inserted with INSERT ... SELECT. Prints the time of the SQL
 aggregation, of ``rank_models`` with 1,000 bootstrap rounds, and of the whole ``arena rank``
-command as a user runs it (a new process: interpreter start and imports included).
+command as a user runs it (a new process: interpreter start and imports included); then,
+the votes moved to yesterday, what the public pages cost: the leaderboard page's fit live
+and to the hour's cut-off, and the online Elo replay of the hour's first request.
 """
 
 from __future__ import annotations
@@ -16,18 +18,21 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 from harness import scratch_dir
+from sqlalchemy import update
 from synthetic import fill_votes, grow_campaign, settle
 
 from arena import create_app
+from arena.analysis import published
 from arena.analysis.leaderboard import rank_models
 from arena.analysis.tallies import tally, win_matrix
 from arena.extensions import db
 from arena.infra.instance import upgrade_schema
-from arena.models import GenModel
+from arena.models import GenModel, Vote, utcnow
 from arena.voting.votes import ensure_ratings
 
 ARENA = str(Path(sys.executable).with_name("arena"))
@@ -63,6 +68,7 @@ def run(label: str, instance: Path, url: str | None, n_votes: int) -> None:
         t_voter = median_s(lambda: tally("preference"))
         t_rank = median_s(lambda: rank_models("preference", rounds=1000,
                                               rng=np.random.default_rng(0)), 1)
+        public = public_pages()
     env = {**os.environ, "ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench"}
     if url:
         env["ARENA_DATABASE_URL"] = url
@@ -76,6 +82,31 @@ def run(label: str, instance: Path, url: str | None, n_votes: int) -> None:
     print(f"  rank_models, 1000 rounds resampling voters {t_rank * 1000:8.0f} ms")
     print(f"  `arena rank --criterion preference`, whole command, median of 3: "
           f"{cli:.2f} s (target < 1.5 s)")
+    print("  public pages (votes before the hour's cut-off, arena.analysis.published):")
+    print(f"    online Elo replayed to the cut-off (once an hour)  {public['elo'] * 1000:8.0f} ms")
+    print(f"    leaderboard page's fit: live {public['live'] * 1000:.0f} ms, to the cut-off "
+          f"{public['cut'] * 1000:.0f} ms (ratio {public['cut'] / public['live']:.2f}x), "
+          f"the hour's first {public['first'] * 1000:.0f} ms")
+
+
+def public_pages() -> dict[str, float]:
+    """The leaderboard page's fit (instant intervals, as /leaderboard) live and to the public
+    cut-off, and the online Elo replay the first request of an hour does. The votes are
+    moved to yesterday first, so that the cut-off counts them all."""
+    db.session.execute(update(Vote).values(created_at=utcnow() - timedelta(days=1)))
+    db.session.commit()
+
+    def board(public: bool):
+        return rank_models("preference", intervals="instant", include_idle=False,
+                           public=public)
+
+    published.forget()
+    t0 = time.perf_counter()
+    board(True)
+    first = time.perf_counter() - t0
+    return {"elo": median_s(lambda: published._elo_before(published.cutoff()), 1),
+            "live": median_s(lambda: board(False)), "cut": median_s(lambda: board(True)),
+            "first": first}
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ LANGUAGES = ["en", "ar"]  # left to right, and right to left
 
 def walk(page, base: str, out: Path, tag: str) -> None:
     """The landing page, a task of each criterion, the report form, the thank-you card, the
-    leaderboard."""
+    leaderboard, the campaign list and the demo campaign's page."""
 
     def shot(name: str, full_page: bool = False) -> None:
         page.wait_for_load_state("networkidle")
@@ -68,6 +68,10 @@ def walk(page, base: str, out: Path, tag: str) -> None:
     shot("done")
     page.goto(f"{base}/leaderboard?criterion=preference")
     shot("leaderboard", full_page=True)
+    page.goto(f"{base}/campaigns/")
+    shot("campaigns")
+    page.goto(f"{base}/campaigns/Demo:%20DrawBench")
+    shot("campaign", full_page=True)
 
 
 def main(out: Path) -> None:

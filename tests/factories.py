@@ -14,16 +14,19 @@ from PIL import Image as PILImage
 from sqlalchemy import insert, select
 
 from arena.accounts import owners
+from arena.analysis import published
 from arena.campaigns import comparisons
 from arena.catalog import images, registry
 from arena.extensions import db
 from arena.models import (
     GenModel,
     Image,
+    ImageReport,
     Owner,
     Prompt,
     PromptSet,
     Task,
+    Vote,
     Voter,
     VotingSession,
     utcnow,
@@ -154,6 +157,25 @@ def answer(voter: Voter, task: Task, choice: str, response_ms: int | None = None
     """Vote on ``task`` as a careful voter: reading the caption first where there is one."""
     read_caption(voter, task)
     return votes.cast_vote(voter, task.id, choice, response_ms)
+
+
+def time_passes() -> None:
+    """As if the public pages' period had turned since everything so far: every vote, skip
+    and report moves back in time (order kept) to before the period's cut-off, and the
+    figures are taken afresh (arena.analysis.published; the clock itself cannot be moved)."""
+    stamps = [*db.session.scalars(select(Vote.created_at)),
+              *db.session.scalars(select(Task.skipped_at).where(Task.skipped_at.is_not(None))),
+              *db.session.scalars(select(ImageReport.created_at))]
+    if stamps:
+        back = max(stamps) - published.cutoff() + timedelta(minutes=1)
+        for vote in db.session.scalars(select(Vote)):
+            vote.created_at -= back
+        for task in db.session.scalars(select(Task).where(Task.skipped_at.is_not(None))):
+            task.skipped_at -= back
+        for report in db.session.scalars(select(ImageReport)):
+            report.created_at -= back
+        db.session.commit()
+    published.forget()
 
 
 def vote_as(demographics, prefer, sessions=6, criterion="preference", seed=0) -> Voter:

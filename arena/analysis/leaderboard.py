@@ -15,6 +15,7 @@ import numpy as np
 from flask import current_app
 from sqlalchemy import select
 
+from arena.analysis import published
 from arena.analysis.tallies import RankingError, Slice, Tally, tally, vote_filter
 from arena.config import check_criterion
 from arena.extensions import db
@@ -59,6 +60,7 @@ class Ranking:
     slice: dict = field(default_factory=dict)
     prob_ahead: list[list[float]] | None = None
     wins: list[list[float]] | None = None
+    as_of: datetime | None = None  # published figures: the votes cast before this count
 
     def records(self) -> list[dict]:
         return [asdict(m) for m in self.models]
@@ -240,8 +242,13 @@ def rank_models(
     margins=(),
     poststratify: bool = False,
     include_idle: bool = True,
+    public: bool = False,
 ) -> Ranking:
     """Rank the models for ``criterion`` from the votes in ``slice_``.
+
+    ``public``: as the public pages show it (:mod:`arena.analysis.published`): the votes
+    stamped before the period's cut-off (``Ranking.as_of``), the voters' trust as it stood
+    then, and the online Elo replayed to it.
 
     ``method="bt"``: batch Bradley-Terry with intervals that resample ``cluster`` units
     (voters by default; prompts; "none": single votes), by bootstrap (``rounds`` > 0) or
@@ -264,8 +271,13 @@ def rank_models(
     margins = tuple(margins) or (("continent",) if poststratify else ())
     if margins and method != "bt":
         raise RankingError("post-stratification applies to the Bradley-Terry method")
+    if public:
+        edition = published.elo()
+        slice_ = slice_.published_at(edition.as_of)
+        elo_now = edition.online(criterion)
+    else:
+        elo_now = online_elo(criterion)
     counted: Tally = tally(criterion, slice_, cluster=cluster, margins=margins)
-    elo_now = online_elo(criterion)
     if method == "elo":
         ranking = _rank_elo_votes(criterion, slice_, counted, cluster, rounds, rng, elo_now,
                                   include_idle)
@@ -279,6 +291,7 @@ def rank_models(
                      for k, v in slice_.active().items()}
     if counted.margins:
         ranking.slice["reweighted"] = "; ".join(m.describe() for m in counted.margins)
+    ranking.as_of = slice_.as_of
     return ranking
 
 
@@ -440,19 +453,23 @@ class EloRow:
         return self.wins / self.votes if self.votes else None
 
 
-def elo_table(criterion: str) -> list[EloRow]:
+@dataclass(frozen=True)
+class EloTable:
+    as_of: datetime  # the period's cut-off: the votes before it
+    rows: list[EloRow]
+
+
+def elo_table(criterion: str) -> EloTable:
     """The public table: models with counted votes for ``criterion``, by online Elo, best
-    first. Models nobody has voted on are not listed: a model just registered (and perhaps
-    not announced) is nobody else's business. Raises RankingError."""
+    first, replayed to the period's cut-off (:func:`arena.analysis.published.elo`). Models
+    nobody has voted on are not listed: a model just registered (and perhaps not announced)
+    is nobody else's business. Raises RankingError."""
     check_criterion(criterion)
-    rows = db.session.execute(
-        select(GenModel.name, EloRating.rating, EloRating.votes, EloRating.wins)
-        .join(GenModel, GenModel.id == EloRating.model_id)
-        .where(EloRating.criterion == criterion, EloRating.votes > 0)
-        .order_by(EloRating.rating.desc(), GenModel.name)
-    ).all()
-    return [EloRow(rank=i, model=name, rating=rating, votes=votes, wins=wins)
-            for i, (name, rating, votes, wins) in enumerate(rows, start=1)]
+    edition = published.elo()
+    rows = [row for row in edition.ratings.get(criterion, []) if row[2] > 0]
+    return EloTable(edition.as_of, [
+        EloRow(rank=i, model=name, rating=rating, votes=votes, wins=wins)
+        for i, (name, rating, votes, wins) in enumerate(rows, start=1)])
 
 
 def rank_votes_file(path, *, ties: str = "half", rounds: int = 1000,

@@ -9,12 +9,12 @@ raking) the voters' attributes join the grouping and every unit lands in one cel
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
 from flask import current_app
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 
 from arena.analysis import margins as margin_rules
 from arena.config import LANGUAGES
@@ -50,6 +50,9 @@ class Slice:
     until: datetime | None = None
     trusted_only: bool = False
     include_flagged: bool = False
+    # Published figures (arena.analysis.published): only the votes cast before this time,
+    # and the voters' trust as their gold answers before it made it. Not a visitor's choice.
+    as_of: datetime | None = None
 
     def __post_init__(self):
         checks = [
@@ -67,7 +70,12 @@ class Slice:
             raise RankingError("since must be before until")
 
     def active(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v not in (None, False)}
+        return {k: v for k, v in asdict(self).items()
+                if v not in (None, False) and k != "as_of"}
+
+    def published_at(self, as_of: datetime) -> Slice:
+        """This slice as the public pages count it: votes before ``as_of``, trust then."""
+        return replace(self, as_of=as_of)
 
 
 SLICE_ARGS = ("age_group", "gender", "continent", "country", "category", "language", "since",
@@ -112,8 +120,10 @@ def vote_filter(criterion: str, slice_: Slice, join_voter: bool = False,
         for column, value in demographic.items():
             if value is not None:
                 query = query.where(getattr(Voter, column) == value)
-        if slice_.trusted_only:
+        if slice_.trusted_only and slice_.as_of is None:
             query = query.where(Voter.validations_passed > 0, Voter.validations_failed == 0)
+        elif slice_.trusted_only:
+            query = query.where(Voter.id.in_(_trusted_before(slice_.as_of)))
     if slice_.category is not None or join_prompt:
         query = query.join(Comparison, Comparison.id == Vote.comparison_id)
     if slice_.category is not None:
@@ -125,7 +135,18 @@ def vote_filter(criterion: str, slice_: Slice, join_voter: bool = False,
         query = query.where(Vote.created_at >= slice_.since)
     if slice_.until is not None:
         query = query.where(Vote.created_at < slice_.until)
+    if slice_.as_of is not None:
+        query = query.where(Vote.created_at < slice_.as_of)
     return query
+
+
+def _trusted_before(as_of: datetime):
+    """The voters who had answered a gold pair before ``as_of`` and never wrongly: trust as
+    it stood then (the voters' counters move with every gold answer since)."""
+    wrong = func.max(case((Vote.correct.is_(False), 1), else_=0))
+    return (select(Vote.voter_id)
+            .where(Vote.is_validation.is_(True), Vote.created_at < as_of)
+            .group_by(Vote.voter_id).having(wrong == 0))
 
 
 def models() -> tuple[list[int], list[str]]:

@@ -9,10 +9,12 @@ model uploads images, so adding a model or images later adds only the new pairs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 from sqlalchemy import func, select
 
+from arena.analysis import published
 from arena.campaigns import comparisons, gold
 from arena.catalog import images, presentation, prompts
 from arena.config import CRITERIA
@@ -192,27 +194,41 @@ class Summary:
     needed: int
 
 
-def summaries(published_only: bool = False) -> list[Summary]:
-    """Every campaign (or every published one), newest first, with its totals: two queries
-    however many there are."""
-    totals = {row[0]: row[1:] for row in db.session.execute(
-        select(Comparison.campaign_id,
-               func.coalesce(func.sum(at_most(Comparison.votes_count,
-                                              Comparison.target_votes)), 0),
-               func.coalesce(func.sum(Comparison.target_votes), 0))
-        .where(Comparison.is_validation.is_(False), Comparison.campaign_id.is_not(None))
-        .group_by(Comparison.campaign_id))}
+def summaries(public: bool = False) -> list[Summary]:
+    """Every campaign, newest first, with its totals: two queries however many there are.
+    ``public``: the published campaigns, with the votes collected by the period's cut-off
+    (:mod:`arena.analysis.published`), as the public list shows them."""
+    totals = _totals()
+    if public:
+        collected = published.figures(
+            "campaigns", published.ALL,
+            lambda before: {cid: votes for cid, (votes, _) in _totals(before).items()},
+            load=lambda payload: {int(cid): int(votes) for cid, votes in payload.items()},
+        ).payload
+        totals = {cid: (collected.get(cid, 0), needed) for cid, (_, needed) in totals.items()}
     models = (select(func.count()).where(campaign_models.c.campaign_id == Campaign.id)
               .correlate(Campaign).scalar_subquery())
     query = (select(Campaign.id, Campaign.name, PromptSet.name, models, Campaign.published_at)
              .join(PromptSet, PromptSet.id == Campaign.prompt_set_id)
              .order_by(Campaign.created_at.desc(), Campaign.id.desc()))
-    if published_only:
+    if public:
         query = query.where(Campaign.published_at.is_not(None))
     rows = db.session.execute(query).all()
-    return [Summary(name, set_name, n_models, published is not None,
+    return [Summary(name, set_name, n_models, published_at is not None,
                     int(totals.get(cid, (0, 0))[0]), int(totals.get(cid, (0, 0))[1]))
-            for cid, name, set_name, n_models, published in rows]
+            for cid, name, set_name, n_models, published_at in rows]
+
+
+def _totals(before: datetime | None = None) -> dict[int, tuple[int, int]]:
+    """Per campaign: the votes counted towards its targets (those stamped before ``before``,
+    when given), and the votes its targets ask."""
+    votes, joined = published.votes_column(before)
+    return {row[0]: (int(row[1]), int(row[2])) for row in db.session.execute(joined(
+        select(Comparison.campaign_id,
+               func.coalesce(func.sum(at_most(votes, Comparison.target_votes)), 0),
+               func.coalesce(func.sum(Comparison.target_votes), 0)))
+        .where(Comparison.is_validation.is_(False), Comparison.campaign_id.is_not(None))
+        .group_by(Comparison.campaign_id))}
 
 
 def admin_overview() -> dict:

@@ -27,11 +27,12 @@ from PIL import Image as PILImage
 from PIL import ImageDraw, ImageFilter, ImageOps
 from sqlalchemy import select
 
+from arena.analysis import published
 from arena.campaigns import campaigns, comparisons
 from arena.catalog import images, prompts
 from arena.config import CRITERIA
 from arena.extensions import db
-from arena.models import GenModel, Prompt, PromptSet, Task, utcnow
+from arena.models import GenModel, Prompt, PromptSet, Task
 from arena.voting import matchmaking, tasks, voters, votes
 from arena.voting.votes import ensure_ratings
 
@@ -275,10 +276,12 @@ def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None) -> int
     """Cast about ``n_votes`` votes from simulated voters through the real session and vote
     services, so a fresh demo has a leaderboard to look at. Voters pick the stronger demo
     model with Bradley-Terry probabilities, answer gold pairs right 90% of the time, and
-    take the time people take (on a simulated clock that ends now): the caption's reveal
+    take the time people take (on a simulated clock that ends before the public pages'
+    cut-off, :mod:`arena.analysis.published`): the caption's reveal
     before confirming it, a few seconds per choice. Returns the number of votes cast.
     Simulated voters carry random demographics."""
-    clock = [utcnow() - timedelta(seconds=6 * n_votes)]
+    # (ending before the public pages' cut-off, so that they show the demo's votes at once)
+    clock = [published.cutoff() - timedelta(seconds=6 * n_votes + 60)]
     cast = 0
     while cast < n_votes:
         answers = {
@@ -299,6 +302,7 @@ def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None) -> int
                 cast += 1
                 if progress:
                     progress(1)
+    published.forget()  # (figures taken before the votes were there)
     return cast
 
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 from sqlalchemy import func, or_, select
 
+from arena.analysis import published
 from arena.config import CRITERIA
 from arena.errors import Conflict, Invalid, NotFound
 from arena.extensions import db
 from arena.infra.database import one_or_not_found
-from arena.models import Comparison, EloRating, GenModel, Image, Owner, Prompt
+from arena.models import Comparison, GenModel, Image, Owner, Prompt
 from arena.voting.votes import ensure_ratings
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._+-]{0,79}$")
@@ -73,7 +75,9 @@ def owner_models(owner: Owner) -> list[GenModel]:
 def model_stats(model: GenModel) -> dict:
     """What an owner sees of one model: images per prompt, comparisons and votes against the
     target per criterion, and its standing once enough votes exist. Nothing about other
-    owners' images."""
+    owners' images. The vote figures count the votes before the period's cut-off
+    (``votes_as_of``; :mod:`arena.analysis.published`): an owner may vote too, and must not
+    tell by their model's counts whether their last answer was a gold pair."""
     per_prompt = db.session.execute(
         select(Prompt.id, Prompt.text, func.count(Image.id))
         .join(Image, Image.prompt_id == Prompt.id)
@@ -82,28 +86,37 @@ def model_stats(model: GenModel) -> dict:
     ).all()
     held = db.session.scalar(select(func.count()).select_from(Image).where(
         Image.model_id == model.id, Image.quarantined.is_(True)))
+    votes = published.figures("model", model.id, lambda before: [
+        _criterion_stats(model, c, before, published.elo()) for c in CRITERIA],
+        load=lambda rows: [{key: row[key] for key in STATS} for row in rows])
     return {"images": sum(n for _, _, n in per_prompt), "per_prompt": per_prompt,
-            "held": held, "criteria": [_criterion_stats(model, c) for c in CRITERIA],
+            "held": held, "criteria": votes.payload, "votes_as_of": votes.as_of,
             "standing_min_votes": STANDING_MIN_VOTES}
 
 
-def _criterion_stats(model: GenModel, criterion: str) -> dict:
+STATS = ("criterion", "comparisons", "votes", "target", "model_votes", "standing")
+
+
+def _criterion_stats(model: GenModel, criterion: str, before: datetime,
+                     elo: published.EloFigures) -> dict:
+    """Comparisons and their votes (stamped before ``before``) against their target, and the
+    model's votes and standing in ``elo`` (the online Elo replayed to the same cut-off)."""
     mine = select(Image.id).where(Image.model_id == model.id)
-    comparisons, votes, target = db.session.execute(
-        select(func.count(), func.coalesce(func.sum(Comparison.votes_count), 0),
-               func.coalesce(func.sum(Comparison.target_votes), 0))
+    counted, joined = published.votes_column(before)
+    comparisons, votes, target = db.session.execute(joined(
+        select(func.count(), func.coalesce(func.sum(counted), 0),
+               func.coalesce(func.sum(Comparison.target_votes), 0)))
         .where(Comparison.criterion == criterion, Comparison.is_validation.is_(False),
                or_(Comparison.image_a_id.in_(mine), Comparison.image_b_id.in_(mine)))
     ).one()
-    rating = db.session.get(EloRating, (criterion, model.id))
+    own = elo.of(criterion, model.name)
     standing = None
-    if rating is not None and rating.votes >= STANDING_MIN_VOTES:
-        better, total = db.session.execute(
-            select(func.count().filter(EloRating.rating > rating.rating), func.count())
-            .where(EloRating.criterion == criterion)).one()
-        standing = {"rank": better + 1, "of": total, "rating": rating.rating}
-    return {"criterion": criterion, "comparisons": comparisons, "votes": votes,
-            "target": target, "model_votes": rating.votes if rating else 0,
+    if own is not None and own[1] >= STANDING_MIN_VOTES:
+        ratings = [rating for _, rating, _, _ in elo.ratings.get(criterion, [])]
+        standing = {"rank": sum(r > own[0] for r in ratings) + 1, "of": len(ratings),
+                    "rating": own[0]}
+    return {"criterion": criterion, "comparisons": comparisons, "votes": int(votes),
+            "target": int(target), "model_votes": own[1] if own else 0,
             "standing": standing}
 
 

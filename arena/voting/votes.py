@@ -381,7 +381,10 @@ def _trust_columns(correct: bool) -> tuple:
 def replay(progress=None) -> dict[str, int]:
     """Rebuild online Elo and per-comparison counters from the vote log, in vote-id order,
     with the same update function and the same rule as the live path (flagged votes do not
-    count); commits. Returns votes replayed per criterion."""
+    count); commits. Returns votes replayed per criterion. The public pages take their
+    figures afresh (:mod:`arena.analysis.published`)."""
+    from arena.analysis import published
+
     params = elo_params()
     model_ids = list(db.session.scalars(select(GenModel.id)))
     with write_transaction():
@@ -389,27 +392,36 @@ def replay(progress=None) -> dict[str, int]:
         db.session.flush()
         counts = {c: _replay_criterion(c, model_ids, params, progress) for c in CRITERIA}
         _replay_counters()
+    published.forget()
     return counts
 
 
-def _replay_criterion(criterion: str, model_ids: list[int], params: EloParams,
-                      progress) -> int:
+def replayed(criterion: str, model_ids: list[int], params: EloParams, progress=None,
+             before: datetime | None = None) -> dict[int, list]:
+    """Online Elo of ``criterion`` replayed from the vote log in vote-id order (the votes
+    stamped before ``before``, when given): ``{model_id: [rating, votes, wins]}``."""
     state = {m: [params.initial, 0, 0] for m in model_ids}
-    rows = db.session.execute(
-        select(Vote.winner_model_id, Vote.loser_model_id)
-        .where(Vote.criterion == criterion, Vote.is_validation.is_(False), Vote.flags == 0,
-               Vote.winner_model_id.is_not(None), Vote.loser_model_id.is_not(None))
-        .order_by(Vote.id))
-    n = 0
-    for winner, loser in rows:
+    query = (select(Vote.winner_model_id, Vote.loser_model_id)
+             .where(Vote.criterion == criterion, Vote.is_validation.is_(False), Vote.flags == 0,
+                    Vote.winner_model_id.is_not(None), Vote.loser_model_id.is_not(None))
+             .order_by(Vote.id))
+    if before is not None:
+        query = query.where(Vote.created_at < before)
+    for winner, loser in db.session.execute(query):
         if winner == loser:
             continue
         sw, sl = state[winner], state[loser]
         sw[0], sl[0] = elo_update(sw[0], sl[0], 1.0, params)
         sw[1], sl[1], sw[2] = sw[1] + 1, sl[1] + 1, sw[2] + 1
-        n += 1
         if progress is not None:
             progress(1)
+    return state
+
+
+def _replay_criterion(criterion: str, model_ids: list[int], params: EloParams,
+                      progress) -> int:
+    state = replayed(criterion, model_ids, params, progress)
+    n = sum(wins for _, _, wins in state.values())
     for model_id, (rating, votes, wins) in state.items():
         db.session.execute(
             update(EloRating)

@@ -146,7 +146,8 @@ def vote(task_id: int):
 
 @bp.get("/leaderboard")
 def leaderboard():
-    """Public: the online Elo table (``?criterion=``). With an analyst token: any method
+    """Public: the online Elo table (``?criterion=``) over the votes before ``as_of``, the
+    period's cut-off (:mod:`arena.analysis.published`). With an analyst token: any method
     (``bt`` with bootstrap or instant intervals, resampling ``cluster`` units), slice,
     margins (``margin=continent&margin=gender:female=0.5,male=0.5``) and format (json, csv,
     parquet)."""
@@ -156,9 +157,10 @@ def leaderboard():
     detailed = (method != "elo" or fmt != "json"
                 or any(a in request.args for a in (*SLICE_ARGS, "poststratify", "margin")))
     if not detailed:
-        return jsonify(criterion=criterion, method="elo", models=[
-            {"rank": r.rank, "model": r.model, "rating": round(r.rating, 4), "votes": r.votes,
-             "wins": r.wins} for r in elo_table(criterion)])
+        table = elo_table(criterion)
+        return jsonify(criterion=criterion, method="elo", as_of=table.as_of.isoformat(),
+                       models=[{"rank": r.rank, "model": r.model, "rating": round(r.rating, 4),
+                                "votes": r.votes, "wins": r.wins} for r in table.rows])
     tokens.require_analyst(bearer_token())
     ranking = rank_models(
         criterion, method=choice_arg("method", "elo", METHODS),

@@ -49,4 +49,4 @@ def leaderboard():
     """A bad filter comes back as the page with the reason above the filters."""
     return _render(rank_models(_criterion(), intervals="instant", include_idle=False,
                                slice_=slice_from_args(request.args),
-                               poststratify=flag_arg("poststratify")))
+                               poststratify=flag_arg("poststratify"), public=True))

@@ -135,7 +135,8 @@ def spec() -> dict:
                 "choice": {"enum": ["left", "right"]},
                 "response_ms": {"type": "integer", "minimum": 0}}}))},
         "/leaderboard": {"get": _op(
-            "Public: online Elo. With an analyst token: any method, slice and format",
+            "Public: online Elo over the votes before as_of, the hour's cut-off. With an "
+            "analyst token: live, any method, slice and format",
             {"200": {**_json({"type": "object", "required": ["criterion", "models"],
                               "properties": {"models": {"type": "array",
                                                         "items": ranking_row}}}),

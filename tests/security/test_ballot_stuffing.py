@@ -51,7 +51,7 @@ def test_a_script_voting_as_fast_as_it_can_moves_nothing(make_app):
         assert rank_models("preference", rounds=0).total_votes == 0
         assert rank_models("preference", rounds=0,
                            slice_=Slice(include_flagged=True)).total_votes == 15
-        assert all(r.votes == 0 for r in elo_table("preference"))
+        assert all(r.votes == 0 for r in elo_table("preference").rows)
 
 
 def test_a_person_who_takes_their_time_is_counted(make_app):

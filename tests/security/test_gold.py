@@ -16,7 +16,7 @@ from arena.campaigns import campaigns, gold
 from arena.catalog import images, ingest
 from arena.errors import Invalid
 from arena.extensions import db
-from arena.models import Comparison, GenModel, Image, Prompt, Task
+from arena.models import Campaign, Comparison, GenModel, Image, Owner, Prompt, Task
 from arena.voting import matchmaking
 from tests.datasets import IMAGES
 from tests.factories import (
@@ -46,10 +46,11 @@ def live(ctx):
     return publish_live()
 
 
-def publish_live():
+def publish_live(owner: Owner | None = None) -> Campaign:
+    """See ``live``; the three models are ``owner``'s (a new owner's by default)."""
     rng = np.random.default_rng(0)
     make_prompt_set("s", [f"a scene number {k}" for k in range(6)])
-    owner, _ = make_owner()
+    owner = owner or make_owner()[0]
     prompt_ids = db.session.scalars(select(Prompt.id)).all()
     for name in ("A", "B", "C"):
         model = make_model(name, owner)

@@ -1,7 +1,7 @@
 import pytest
 from flask import current_app
 
-from tests.factories import make_campaign, vote_as
+from tests.factories import make_campaign, time_passes, vote_as
 
 
 def _two_regions():
@@ -9,6 +9,7 @@ def _two_regions():
     make_campaign()
     vote_as({"country": "FR"}, ["model-0", "model-1", "model-2"])
     vote_as({"country": "JP"}, ["model-2", "model-1", "model-0"], seed=3)
+    time_passes()  # (the public page counts the votes of before the hour)
 
 
 @pytest.fixture

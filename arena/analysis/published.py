@@ -1,0 +1,187 @@
+"""What the public pages show of the votes: everything as of one moment per period.
+
+A gold pair's vote moves no public figure; an ordinary one moves several (votes collected,
+the online Elo, an owner's vote count). Figures read live would let a voter answer, reload a
+page and know whether that task was gold; figures taken whenever a page is first asked for
+would let them compare two pages taken either side of an answer. So every vote-derived
+figure anyone but an analyst or an operator sees counts exactly the votes (and skips, and
+gold answers) stamped before one cut-off: the start of the current period
+(``PUBLISHED_PERIOD_S``, an hour) less ``SETTLED``. It is the same for every page, every
+worker and every request of the period, whoever asks first, and it is computed from the
+vote log, not from the live counters. Within a period nothing a voter does changes any
+page; from one period to the next, the change is everybody's votes of the period together.
+
+Figures that cost more than a query (a campaign's progress, the online Elo replayed to the
+cut-off, an owner's counts) are computed by the period's first request and stored, and read
+by every worker until the next period; the rankings are fitted per request (their slices are
+the visitor's choice) from the votes before the cut-off (``Slice.as_of``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import delete, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from arena.config import CRITERIA
+from arena.extensions import db
+from arena.infra.database import retry_on_lock, write_transaction
+from arena.models import Comparison, GenModel, PublishedFigures, Vote, utcnow
+
+EPOCH = datetime(2000, 1, 1)
+ALL = 0  # the key of figures that are not one campaign's or one model's
+# A vote is stamped before its transaction waits for the write lock (SQLite's busy timeout
+# is 15 s, and a locked write is tried up to five times): the cut-off is this long before the
+# period began, so that every vote stamped before it has committed by the time a page counts.
+SETTLED = timedelta(minutes=2)
+
+
+@dataclass(frozen=True)
+class Published:
+    as_of: datetime  # the cut-off: the figures count what was stamped before it
+    payload: Any  # what ``compute`` returned, through JSON (tuples come back as lists)
+
+
+def period_start(now: datetime | None = None) -> datetime:
+    """The start of the period ``now`` (default: now, UTC) falls in."""
+    now = now or utcnow()
+    seconds = max(float(current_app.config["PUBLISHED_PERIOD_S"]), 1.0)
+    elapsed = (now - EPOCH).total_seconds()
+    return EPOCH + timedelta(seconds=elapsed - elapsed % seconds)
+
+
+def cutoff(now: datetime | None = None) -> datetime:
+    """What the public pages count in the current period: what was stamped before this."""
+    return period_start(now) - SETTLED
+
+
+def figures(kind: str, key: int, compute: Callable[[datetime], Any],
+            now: datetime | None = None, load: Callable[[Any], Any] = lambda p: p) -> Published:
+    """The figures ``kind`` of ``key`` for the current period: ``load(compute(cutoff))``,
+    worked out by the period's first request and stored as JSON (another worker's, when it
+    stored them first: the same numbers, counted to the same cut-off), read by the rest.
+    Older periods' figures of the same kind and key are dropped; figures ``load`` cannot
+    read (TypeError, KeyError, ValueError: stored by a release that shaped them otherwise)
+    are worked out again."""
+    start = period_start(now)
+    found = _stored(kind, key, start, load)
+    if found is not None and found is not _UNREADABLE:
+        return found
+    before = start - SETTLED
+    payload = json.dumps(compute(before), separators=(",", ":"))
+
+    def store():
+        with write_transaction():
+            if found is _UNREADABLE:
+                db.session.execute(_these(kind, key, PublishedFigures.period == start))
+            db.session.execute(_insert_absent(kind, key, start, before, payload))
+            db.session.execute(_these(kind, key, PublishedFigures.period < start))
+
+    retry_on_lock(store)
+    stored = _stored(kind, key, start, load)
+    if stored is None or stored is _UNREADABLE:
+        # (the next period began meanwhile and dropped these, or an older release stored its
+        # own again: the same cut-off, the same numbers)
+        return Published(before, load(json.loads(payload)))
+    return stored
+
+
+def forget() -> None:
+    """Drop every stored figure: the next request of each page takes them afresh (after an
+    import or a restore that rewrote the votes, and in tests)."""
+    with write_transaction():
+        db.session.execute(delete(PublishedFigures))
+
+
+_UNREADABLE = Published(datetime.min, None)
+
+
+def _stored(kind: str, key: int, start: datetime, load) -> Published | None:
+    row = db.session.execute(
+        select(PublishedFigures.as_of, PublishedFigures.payload).where(
+            PublishedFigures.kind == kind, PublishedFigures.key == key,
+            PublishedFigures.period == start)).first()
+    if row is None:
+        return None
+    try:
+        return Published(row.as_of, load(json.loads(row.payload)))
+    except (TypeError, KeyError, ValueError):
+        return _UNREADABLE
+
+
+def _these(kind: str, key: int, *conditions):
+    return delete(PublishedFigures).where(PublishedFigures.kind == kind,
+                                          PublishedFigures.key == key, *conditions)
+
+
+def _insert_absent(kind: str, key: int, start: datetime, before: datetime, payload: str):
+    dialect = postgresql if db.session.get_bind().dialect.name == "postgresql" else sqlite
+    return (dialect.insert(PublishedFigures)
+            .values(kind=kind, key=key, period=start, as_of=before, payload=payload)
+            .on_conflict_do_nothing())
+
+
+# -- what the figures count -------------------------------------------------------------------
+
+def votes_column(before: datetime | None):
+    """A comparison's counted votes (``Comparison.votes_count``), or those of them stamped
+    before ``before``: (the column, a function that adds its join to a query on
+    ``Comparison``)."""
+    if before is None:
+        return Comparison.votes_count, lambda query: query
+    counted = (select(Vote.comparison_id, func.count().label("n"))
+               .where(Vote.flags == 0, Vote.created_at < before)
+               .group_by(Vote.comparison_id).subquery())
+    return (func.coalesce(counted.c.n, 0),
+            lambda query: query.outerjoin(counted, counted.c.comparison_id == Comparison.id))
+
+
+# -- the online Elo ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EloFigures:
+    """Every model's online Elo per criterion, replayed over the votes before ``as_of``:
+    ``ratings[criterion]`` lists (model, rating, votes, wins), best first."""
+
+    as_of: datetime
+    ratings: dict[str, list[tuple[str, float, int, int]]]
+
+    def online(self, criterion: str) -> dict[str, float]:
+        return {name: rating for name, rating, _, _ in self.ratings.get(criterion, [])}
+
+    def of(self, criterion: str, model: str) -> tuple[float, int, int] | None:
+        """(rating, votes, wins) of ``model``, or None when it has no rating."""
+        for name, rating, votes, wins in self.ratings.get(criterion, []):
+            if name == model:
+                return rating, votes, wins
+        return None
+
+
+def elo() -> EloFigures:
+    """The online Elo the public pages show: the live path's update replayed over the votes
+    that count, stamped before the period's cut-off, in the order they were stored."""
+    published = figures("elo", ALL, _elo_before, load=lambda payload: {
+        criterion: [_elo_row(*row) for row in payload[criterion]] for criterion in CRITERIA})
+    return EloFigures(published.as_of, published.payload)
+
+
+def _elo_row(name: str, rating: float, votes: int, wins: int) -> tuple[str, float, int, int]:
+    return name, float(rating), int(votes), int(wins)
+
+
+def _elo_before(before: datetime) -> dict[str, list]:
+    from arena.voting.votes import elo_params, replayed
+
+    names = dict(db.session.execute(select(GenModel.id, GenModel.name)).all())
+    ratings: dict[str, list] = {}
+    for criterion in CRITERIA:
+        state = replayed(criterion, list(names), elo_params(), before=before)
+        rows = [[names[m], rating, votes, wins] for m, (rating, votes, wins) in state.items()]
+        ratings[criterion] = sorted(rows, key=lambda row: (-row[1], row[0]))
+    return ratings
