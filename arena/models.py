@@ -286,9 +286,10 @@ class Vote(db.Model):
         CheckConstraint("choice IN ('left', 'right')", name="choice_side"),
         # covers the ranking aggregations: WHERE criterion, is_validation, flags GROUP BY
         # winner, loser [, voter] (the voter bootstrap's per-voter tally: 1.4 s -> 0.22 s over
-        # 2M votes on SQLite, which no longer reads the table nor sorts)
+        # 2M votes on SQLite, which no longer reads the table nor sorts), and the public
+        # pages' cut-off too (WHERE created_at < the hour's: 828 -> 168 ms, without the table)
         Index("ix_vote_ranking", "criterion", "is_validation", "flags", "winner_model_id",
-              "loser_model_id", "voter_id"),
+              "loser_model_id", "voter_id", "created_at"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     task_id: Mapped[int] = mapped_column(ForeignKey("task.id"), unique=True)

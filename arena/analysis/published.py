@@ -165,23 +165,50 @@ class EloFigures:
 
 def elo() -> EloFigures:
     """The online Elo the public pages show: the live path's update replayed over the votes
-    that count, stamped before the period's cut-off, in the order they were stored."""
-    published = figures("elo", ALL, _elo_before, load=lambda payload: {
-        criterion: [_elo_row(*row) for row in payload[criterion]] for criterion in CRITERIA})
+    that count, stamped before the period's cut-off, in the order they were stored (within
+    each period since the last figures: see :func:`_elo_before`)."""
+    published = figures("elo", ALL, _elo_before, load=_elo_ratings)
     return EloFigures(published.as_of, published.payload)
 
 
-def _elo_row(name: str, rating: float, votes: int, wins: int) -> tuple[str, float, int, int]:
-    return name, float(rating), int(votes), int(wins)
+def _elo_ratings(payload: dict) -> dict[str, list[tuple[str, float, int, int]]]:
+    return {criterion: [(str(name), float(rating), int(votes), int(wins))
+                        for name, rating, votes, wins in payload[criterion]]
+            for criterion in CRITERIA}
 
 
 def _elo_before(before: datetime) -> dict[str, list]:
+    """Every model's Elo over the votes before ``before``: the last figures stored (an
+    earlier period's) carried on over the votes since their cut-off, or, without any, the
+    whole log replayed (2M votes: 3 s against milliseconds, benchmarks/rank_db.py)."""
     from arena.voting.votes import elo_params, replayed
 
     names = dict(db.session.execute(select(GenModel.id, GenModel.name)).all())
+    since, last = _last_elo(before)
     ratings: dict[str, list] = {}
     for criterion in CRITERIA:
-        state = replayed(criterion, list(names), elo_params(), before=before)
+        start = {m: last[criterion][name][1:] for m, name in names.items()
+                 if name in last.get(criterion, {})}
+        state = replayed(criterion, list(names), elo_params(), before=before, since=since,
+                         start=start)
         rows = [[names[m], rating, votes, wins] for m, (rating, votes, wins) in state.items()]
         ratings[criterion] = sorted(rows, key=lambda row: (-row[1], row[0]))
     return ratings
+
+
+def _last_elo(before: datetime) -> tuple[datetime | None, dict[str, dict[str, tuple]]]:
+    """The latest Elo figures stored with a cut-off not after ``before``: (their cut-off,
+    {criterion: {model: row}}), or (None, {}) when there are none (or none readable)."""
+    row = db.session.execute(
+        select(PublishedFigures.as_of, PublishedFigures.payload)
+        .where(PublishedFigures.kind == "elo", PublishedFigures.key == ALL,
+               PublishedFigures.as_of <= before)
+        .order_by(PublishedFigures.as_of.desc()).limit(1)).first()
+    if row is None:
+        return None, {}
+    try:
+        ratings = _elo_ratings(json.loads(row.payload))
+    except (TypeError, KeyError, ValueError):
+        return None, {}
+    return row.as_of, {criterion: {r[0]: r for r in rows}
+                       for criterion, rows in ratings.items()}

@@ -397,16 +397,21 @@ def replay(progress=None) -> dict[str, int]:
 
 
 def replayed(criterion: str, model_ids: list[int], params: EloParams, progress=None,
-             before: datetime | None = None) -> dict[int, list]:
+             before: datetime | None = None, since: datetime | None = None,
+             start: dict[int, list] | None = None) -> dict[int, list]:
     """Online Elo of ``criterion`` replayed from the vote log in vote-id order (the votes
-    stamped before ``before``, when given): ``{model_id: [rating, votes, wins]}``."""
-    state = {m: [params.initial, 0, 0] for m in model_ids}
+    stamped before ``before`` and not before ``since``, when given), from the initial rating
+    or from ``start`` where it has a model: ``{model_id: [rating, votes, wins]}``."""
+    start = start or {}
+    state = {m: list(start.get(m, (params.initial, 0, 0))) for m in model_ids}
     query = (select(Vote.winner_model_id, Vote.loser_model_id)
              .where(Vote.criterion == criterion, Vote.is_validation.is_(False), Vote.flags == 0,
                     Vote.winner_model_id.is_not(None), Vote.loser_model_id.is_not(None))
              .order_by(Vote.id))
     if before is not None:
         query = query.where(Vote.created_at < before)
+    if since is not None:
+        query = query.where(Vote.created_at >= since)
     for winner, loser in db.session.execute(query):
         if winner == loser:
             continue

@@ -4,9 +4,11 @@ of before their time."""
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import datetime, timedelta
 
+import pytest
 from sqlalchemy import func, select
 
 from arena.analysis import published
@@ -208,3 +210,34 @@ def test_figures_stored_in_another_shape_are_worked_out_again(ctx):
     assert published.figures("test", 0, compute, load=lambda p: p["new"]).payload == 2
     assert published.figures("test", 0, compute, load=lambda p: p["new"]).payload == 2
     assert len(calls) == 1
+
+
+def test_the_hours_elo_carries_the_last_figures_on_and_equals_a_full_replay(ctx):
+    """The Elo of a period starts from the last stored figures and replays only the votes
+    since their cut-off: the same ratings as the whole log replayed (stamps in id order)."""
+    campaign = make_campaign()
+    voter = new_voter()
+    for seed in range(2):
+        _, session = start(voter, "preference", seed=seed, validation_rate=0.0)
+        for k, task in enumerate(session.tasks):
+            answer(voter, task, "left" if k % 2 else "right")
+        if seed == 0:
+            time_passes()
+            first = published.elo()  # stored: three votes before its cut-off
+            assert sum(v for _, _, v, _ in first.ratings["preference"]) == 2 * 3
+    later = utcnow() + timedelta(minutes=1)
+    carried = published._elo_before(later)["preference"]
+    ids = [m.id for m in campaign["models"]]
+    names = {m.id: m.name for m in campaign["models"]}
+    whole = votes.replayed("preference", ids, votes.elo_params(), before=later)
+    assert sum(row[2] for row in carried) == 2 * 6
+    assert {row[0]: (pytest.approx(row[1]), row[2], row[3]) for row in carried} == {
+        names[m]: (r, n, w) for m, (r, n, w) in whole.items()}
+    # (and it did start from the stored figures: moved, they move the result)
+    stored = db.session.scalar(select(PublishedFigures).where(PublishedFigures.kind == "elo"))
+    payload = json.loads(stored.payload)
+    payload["preference"] = [[name, 1100.0, n, w] for name, _, n, w in payload["preference"]]
+    stored.payload = json.dumps(payload)
+    db.session.commit()
+    moved = published._elo_before(later)["preference"]
+    assert sum(row[1] for row in moved) == pytest.approx(1100.0 * len(moved))
