@@ -93,6 +93,9 @@ class Defaults:
     # shared by every worker: no vote moves them before the next period, so a reload does not
     # tell a voter whether their last answer was a gold pair (arena.analysis.published).
     PUBLISHED_PERIOD_S = 3600
+    # A slice of the public leaderboard (a country, a language, an age group, a day) with
+    # fewer voters than this shows none of its figures: it could be one voter's own votes.
+    PUBLIC_SLICE_MIN_VOTERS = 20
     # Votes faster than this (ms from the voter's previous action in the session, on the
     # server's clock) are stored but do not count: nobody judges two images quicker.
     MIN_VOTE_MS: ClassVar[dict[str, int]] = {"preference": 700, "coherence": 900,

@@ -159,13 +159,15 @@ def answer(voter: Voter, task: Task, choice: str, response_ms: int | None = None
     return votes.cast_vote(voter, task.id, choice, response_ms)
 
 
-def time_passes() -> None:
+def time_passes() -> timedelta:
     """As if the public pages' period had turned since everything so far: every vote, skip
     and report moves back in time (order kept) to before the period's cut-off, and the
-    figures are taken afresh (arena.analysis.published; the clock itself cannot be moved)."""
+    figures are taken afresh (arena.analysis.published; the clock itself cannot be moved).
+    Returns how far the stamps moved back."""
     stamps = [*db.session.scalars(select(Vote.created_at)),
               *db.session.scalars(select(Task.skipped_at).where(Task.skipped_at.is_not(None))),
               *db.session.scalars(select(ImageReport.created_at))]
+    back = timedelta(0)
     if stamps:
         back = max(stamps) - published.cutoff() + timedelta(minutes=1)
         for vote in db.session.scalars(select(Vote)):
@@ -176,6 +178,7 @@ def time_passes() -> None:
             report.created_at -= back
         db.session.commit()
     published.forget()
+    return back
 
 
 def vote_as(demographics, prefer, sessions=6, criterion="preference", seed=0) -> Voter:

@@ -248,7 +248,8 @@ def rank_models(
 
     ``public``: as the public pages show it (:mod:`arena.analysis.published`): the votes
     stamped before the period's cut-off (``Ranking.as_of``), the voters' trust as it stood
-    then, and the online Elo replayed to it.
+    then, the online Elo replayed to it, dates as whole days, and nothing of a slice with
+    fewer than ``PUBLIC_SLICE_MIN_VOTERS`` voters.
 
     ``method="bt"``: batch Bradley-Terry with intervals that resample ``cluster`` units
     (voters by default; prompts; "none": single votes), by bootstrap (``rounds`` > 0) or
@@ -278,6 +279,8 @@ def rank_models(
     else:
         elo_now = online_elo(criterion)
     counted: Tally = tally(criterion, slice_, cluster=cluster, margins=margins)
+    if public and slice_.active() and _too_few_voters(counted, cluster):
+        return _withheld(criterion, method, slice_)
     if method == "elo":
         ranking = _rank_elo_votes(criterion, slice_, counted, cluster, rounds, rng, elo_now,
                                   include_idle)
@@ -287,12 +290,35 @@ def rank_models(
                               calibration=counted.calibration, online_elo=elo_now,
                               criterion=criterion, include_idle=include_idle)
     ranking.flags = counted.flags + ranking.flags
-    ranking.slice = {k: (v.isoformat() if isinstance(v, datetime) else v)
-                     for k, v in slice_.active().items()}
+    ranking.slice = _described(slice_)
     if counted.margins:
         ranking.slice["reweighted"] = "; ".join(m.describe() for m in counted.margins)
     ranking.as_of = slice_.as_of
     return ranking
+
+
+def _too_few_voters(counted: Tally, cluster: str) -> bool:
+    if cluster != "voter":
+        raise RankingError("the public pages resample voters", field="cluster")
+    return 0 < counted.counts.n_units < current_app.config["PUBLIC_SLICE_MIN_VOTERS"]
+
+
+def _withheld(criterion: str, method: str, slice_: Slice) -> Ranking:
+    """What a public page shows of a slice with too few voters: nothing but why (a slice of
+    one voter's country, language or age, or of one day, would show their own votes)."""
+    least = current_app.config["PUBLIC_SLICE_MIN_VOTERS"]
+    ranking = Ranking(criterion=criterion, method=method, models=[], total_votes=0,
+                      bootstrap_rounds=0, flags=[
+                          f"fewer than {least} voters in this selection: the public page "
+                          "shows none of its figures (so few would tell their votes apart)"])
+    ranking.slice = _described(slice_)
+    ranking.as_of = slice_.as_of
+    return ranking
+
+
+def _described(slice_: Slice) -> dict:
+    return {k: (v.isoformat() if isinstance(v, datetime) else v)
+            for k, v in slice_.active().items()}
 
 
 def _rank_elo_votes(criterion, slice_, counted: Tally, cluster, rounds, rng, elo_now,

@@ -10,7 +10,7 @@ raking) the voters' attributes join the grouping and every unit lands in one cel
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 from flask import current_app
@@ -74,8 +74,19 @@ class Slice:
                 if v not in (None, False) and k != "as_of"}
 
     def published_at(self, as_of: datetime) -> Slice:
-        """This slice as the public pages count it: votes before ``as_of``, trust then."""
-        return replace(self, as_of=as_of)
+        """This slice as the public pages count it: the votes before ``as_of``, the voters'
+        trust then, and whole days (``since`` back to its day's start, ``until`` on to the
+        next day's): a window of milliseconds around one's own answer would tell it apart."""
+        return replace(self, as_of=as_of, since=_whole_day(self.since),
+                       until=_whole_day(self.until, later=True))
+
+
+def _whole_day(moment: datetime | None, later: bool = False) -> datetime | None:
+    """The start of ``moment``'s day, or with ``later`` the first day start not before it."""
+    if moment is None:
+        return None
+    day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    return day + timedelta(days=1) if later and day != moment else day
 
 
 SLICE_ARGS = ("age_group", "gender", "continent", "country", "category", "language", "since",

@@ -144,6 +144,7 @@ def test_landing_fits_a_360px_phone_and_refuses_minors(app, live_server, browser
 
 def test_leaderboard_filters_swap_the_board(app, live_server, phone):
     app.config["VALIDATION_RATE"] = 0.0
+    app.config["PUBLIC_SLICE_MIN_VOTERS"] = 1  # (two voters: slices of one to show)
     with app.app_context():
         make_campaign()
         vote_as({"country": "FR"}, ["model-0", "model-1", "model-2"])

@@ -9,9 +9,10 @@ import re
 
 from sqlalchemy import select
 
+from arena.accounts import tokens
 from arena.analysis import published
 from arena.extensions import db
-from arena.models import Comparison, Task
+from arena.models import Comparison, Task, utcnow
 from tests.factories import make_owner, time_passes
 from tests.security.test_gold import publish_live
 from tests.web.helpers import api_session, bearer, csrf_token
@@ -22,6 +23,8 @@ PAGES = ("/campaigns/", "/campaigns/Live", "/leaderboard?criterion=preference",
          "/api/v1/leaderboard?criterion=preference", "/owner/models/A")
 # a form's token; when the figures were taken (which differs when the attack is run on live
 # figures, and says nothing about the vote)
+SKIPS = "the campaign page's skips"
+SKIPPED = re.compile(r"Tasks closed without a vote [^:]*: \d+")
 VOLATILE = re.compile(r'name="csrf_token" value="[^"]*"|\d{4}-\d\d-\d\d[ T][\d:.]+')
 
 
@@ -50,63 +53,109 @@ def snapshot(client) -> dict[str, str]:
         response = client.get(url)
         assert response.status_code == 200, (url, response.status_code)
         pages[url] = VOLATILE.sub("", response.get_data(as_text=True))
+    # (one line of the campaign's page: its other figures, the vote rate, move every hour)
+    pages[SKIPS] = SKIPPED.search(pages["/campaigns/Live"]).group(0)
     return pages
 
 
-def attack(app, token: str, hour_later: bool) -> list[tuple[bool, set[str]]]:
-    """Two sessions of three tasks, each answered and followed by a reload of every page;
-    per task: (was it gold, the pages that changed). Each reload is the first request of a
-    period (the figures taken afresh after the answer: the attacker's best case, and what
-    made comparing two pages tell before every figure counted to one cut-off). With
-    ``hour_later`` the period turns between the answer and the reload (the answer is then
-    among what the pages count)."""
+def attack(app, token: str, hour_later: bool) -> list[tuple[bool, str, set[str]]]:
+    """Three sessions of three tasks: the first two answered, the third skipped ("Can't
+    decide"), each followed by a reload of every page; per task: (was it gold, "vote" or
+    "skip", the pages that changed). Each reload is the first request of a period (the
+    figures taken afresh after the answer: the attacker's best case, and what made comparing
+    two pages tell before every figure counted to one cut-off). With ``hour_later`` the
+    period turns between the answer and the reload (the answer is then among what the
+    pages count)."""
     client = signed_in_owner(app, token)
     seen = []
     before = snapshot(client)
     voter = None
-    for _ in range(2):
+    for action in ("vote", "vote", "skip"):
         body = api_session(client, {"criterion": "preference"}, token=voter).json
         voter = voter or body["voter_token"]
         for task in body["tasks"]:
-            vote = client.post(f"/api/v1/tasks/{task['task_id']}/vote", headers=bearer(voter),
-                               json={"choice": "left"})
-            assert vote.status_code == 201, vote.get_json()
+            url = f"/api/v1/tasks/{task['task_id']}/{action}"
+            done = client.post(url, headers=bearer(voter),
+                               json={"choice": "left"} if action == "vote" else None)
+            assert done.status_code in (200, 201), done.get_json()
             with app.app_context():
                 if hour_later:
                     time_passes()
                 else:
                     published.forget()
             after = snapshot(client)
-            with app.app_context():
-                gold = db.session.scalar(select(Comparison.is_validation).join(
-                    Task, Task.comparison_id == Comparison.id).where(
-                        Task.id == task["task_id"]))
-            seen.append((gold, {url for url in PAGES if after[url] != before[url]}))
+            seen.append((is_gold(app, task["task_id"]), action,
+                         {url for url in after if after[url] != before[url]}))
             before = after
     return seen
+
+
+def is_gold(app, task_id: int) -> bool:
+    with app.app_context():
+        return db.session.scalar(select(Comparison.is_validation).join(
+            Task, Task.comparison_id == Comparison.id).where(Task.id == task_id))
 
 
 def test_reloading_the_public_pages_tells_no_gold_answer(make_app):
     """Every page that shows figures (the campaign list and page, the leaderboard with and
     without the trusted-voters slice or a date, the public API table, the owner's model
-    page), reloaded after each of six answers, two of them gold, each reload taking every
-    figure afresh: no page changes at all within the period."""
+    page), reloaded after each of six answers and three skips, three of them gold, each
+    reload taking every figure afresh: no page changes at all within the period."""
     app, token = setup(make_app)
     seen = attack(app, token, hour_later=False)
-    assert [gold for gold, _ in seen].count(True) == 2  # a gold pair in each session
-    assert all(changed == set() for _, changed in seen), seen
+    assert [gold for gold, _, _ in seen].count(True) == 3  # a gold pair in each session
+    assert all(changed == set() for _, _, changed in seen), seen
 
 
 def test_what_one_answer_an_hour_still_tells(make_app):
     """The control, and the limit: when the period turns between an answer and the reload,
     every ordinary answer moves the campaign list, the API table and the leaderboard page,
-    and no gold one does (the test above fails the same way on figures read live). On a
-    campaign nobody else votes on, one answer per period is what a patient voter can still
-    classify; with other voters, the period's votes of everybody move together."""
+    every ordinary skip the campaign's page, and no gold one any of those (the test above fails
+    the same way on figures read live). On a campaign nobody else votes on, one answer per
+    period is what a patient voter can still classify; with other voters, the period's
+    votes of everybody move together."""
     app, token = setup(make_app)
     seen = attack(app, token, hour_later=True)
-    assert [gold for gold, _ in seen].count(True) == 2
-    told = ("/campaigns/", "/api/v1/leaderboard?criterion=preference",
-            "/leaderboard?criterion=preference")
-    for url in told:
-        assert all((url in changed) != gold for gold, changed in seen), (url, seen)
+    assert [gold for gold, _, _ in seen].count(True) == 3
+    told = {"vote": ("/campaigns/", "/api/v1/leaderboard?criterion=preference",
+                     "/leaderboard?criterion=preference"),
+            "skip": (SKIPS,)}
+    for gold, action, changed in seen:
+        assert all(url in changed for url in told[action]) != gold, seen
+
+
+def test_a_window_around_ones_own_answer_shows_nothing(make_app):
+    """The audit's attack on the first version: note the time just before and after each
+    answer, wait for the hour to turn, and ask the leaderboard for the votes of that window
+    (or of one's own page language): one vote meant an ordinary answer, none gold. Public
+    slices now count whole days, and a slice of fewer than PUBLIC_SLICE_MIN_VOTERS voters
+    shows nothing; an analyst (token) still gets the exact window, which is the control."""
+    app, _ = setup(make_app)
+    client = app.test_client()
+    with app.app_context():
+        analyst = tokens.create_token("analyst", "analyst")
+    body = api_session(client, {"criterion": "preference"}).json
+    windows = []
+    for task in body["tasks"]:
+        t0 = utcnow()
+        assert client.post(f"/api/v1/tasks/{task['task_id']}/vote",
+                           headers={**bearer(body["voter_token"]), "Accept-Language": "id"},
+                           json={"choice": "left"}).status_code == 201
+        windows.append((is_gold(app, task["task_id"]), t0, utcnow()))
+    with app.app_context():
+        shift = time_passes()
+    public, exact = set(), []
+    for gold, t0, t1 in windows:
+        query = (f"criterion=preference&since={(t0 - shift).isoformat()}"
+                 f"&until={(t1 - shift).isoformat()}")
+        html = client.get(f"/leaderboard?{query}").get_data(as_text=True)
+        public.add(VOLATILE.sub("", html))
+        assert "fewer than 20 voters in this selection" in html
+        counted = client.get(f"/api/v1/leaderboard?{query}&method=bt&bootstrap=0",
+                             headers=bearer(analyst)).json["total_votes"]
+        exact.append((gold, counted))
+    assert len(public) == 1  # every window the same page
+    assert [gold for gold, _ in exact].count(True) == 1
+    assert all(counted == (0 if gold else 1) for gold, counted in exact), exact
+    html = client.get("/leaderboard?criterion=preference&language=id").get_data(as_text=True)
+    assert "fewer than 20 voters in this selection" in html

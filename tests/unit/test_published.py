@@ -9,15 +9,16 @@ import threading
 from datetime import datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from arena.analysis import published
 from arena.analysis.leaderboard import Slice, elo_table, rank_models
 from arena.campaigns import campaigns
 from arena.campaigns.progress import progress, public_progress
+from arena.catalog.registry import model_stats
 from arena.extensions import db
-from arena.models import PublishedFigures, Vote, utcnow
-from arena.voting import votes
+from arena.models import GenModel, PublishedFigures, Task, Vote, utcnow
+from arena.voting import tasks, votes
 from tests.factories import answer, make_campaign, new_voter, start, time_passes
 from tests.security.test_gold import publish_live
 
@@ -241,3 +242,37 @@ def test_the_hours_elo_carries_the_last_figures_on_and_equals_a_full_replay(ctx)
     db.session.commit()
     moved = published._elo_before(later)["preference"]
     assert sum(row[1] for row in moved) == pytest.approx(1100.0 * len(moved))
+
+
+def test_nothing_stamped_within_the_period_moves_a_public_figure(make_app, monkeypatch):
+    """Votes and a skip stamped ten minutes into the period, pages asked for at five minutes
+    and again at fifty (every figure taken afresh): the same figures. (A cut-off that
+    followed the clock, "now less two minutes", would show the votes at fifty.)"""
+    app = make_app(VALIDATION_RATE=0.0, REVEAL_WORD_MS=0)
+    with app.app_context():
+        campaign = publish_live()
+        owner_model = db.session.scalar(select(GenModel).where(GenModel.name == "A"))
+        start_of = published.period_start()
+
+        def pages_at(minutes: int):
+            monkeypatch.setattr(published, "utcnow", lambda: start_of + timedelta(
+                minutes=minutes))
+            published.forget()
+            report = public_progress(campaign)
+            return (campaigns.summaries(public=True), report.votes_total, report.skips_total,
+                    report.voters, elo_table("preference"),
+                    rank_models("preference", rounds=0, public=True).records(),
+                    model_stats(owner_model)["criteria"])
+
+        early = pages_at(5)
+        voter = new_voter()
+        _, session = start(voter, "preference", validation_rate=0.0)
+        *answered, skipped = session.tasks
+        for task in answered:
+            votes.cast_vote(voter, task.id, "left", now=start_of + timedelta(minutes=10))
+        tasks.skip(voter, skipped.id)
+        db.session.execute(update(Task).where(Task.id == skipped.id).values(
+            skipped_at=start_of + timedelta(minutes=10)))
+        db.session.commit()
+        assert pages_at(50) == early
+        assert pages_at(65)[1] == early[1] + 2  # (the next period counts them)

@@ -13,8 +13,9 @@ def _two_regions():
 
 
 @pytest.fixture
-def board(seeded):
+def board(seeded, app):
     seeded("board", _two_regions)
+    app.config["PUBLIC_SLICE_MIN_VOTERS"] = 1  # (two voters: slices of one to show)
 
 
 def test_leaderboard_shows_ranking_chart_and_heatmap(client, board):
@@ -57,3 +58,18 @@ def test_poststratified_board(client, board):
     assert "reweighted world population by continent" in html
     assert "effective sample size" in html
     assert "no votes from Africa" in html
+
+
+def test_slices_of_few_voters_show_nothing_and_dates_are_whole_days(client, board, app):
+    """A public slice of fewer than PUBLIC_SLICE_MIN_VOTERS voters could be one voter's own
+    votes (their language, their country, the milliseconds around their answer): the page
+    shows none of its figures, and dates count whole days."""
+    app.config["PUBLIC_SLICE_MIN_VOTERS"] = 20
+    html = client.get("/leaderboard?criterion=preference&continent=EU").get_data(as_text=True)
+    assert "fewer than 20 voters in this selection" in html and "model-0" not in html
+    html = client.get("/leaderboard?criterion=preference").get_data(as_text=True)
+    assert "model-0" in html  # (the whole board is not a slice)
+    app.config["PUBLIC_SLICE_MIN_VOTERS"] = 1
+    html = client.get("/leaderboard?criterion=preference&since=2026-01-05T10:20:30.123"
+                      "&until=2026-01-06T00:00:00").get_data(as_text=True)
+    assert "since 2026-01-05T00:00:00, until 2026-01-06T00:00:00" in html
