@@ -61,6 +61,7 @@ class Ranking:
     prob_ahead: list[list[float]] | None = None
     wins: list[list[float]] | None = None
     as_of: datetime | None = None  # published figures: the votes cast before this count
+    withheld: bool = False  # a public slice of too few voters: no figures at all
 
     def records(self) -> list[dict]:
         return [asdict(m) for m in self.models]
@@ -308,7 +309,7 @@ def _withheld(criterion: str, method: str, slice_: Slice) -> Ranking:
     one voter's country, language or age, or of one day, would show their own votes)."""
     least = current_app.config["PUBLIC_SLICE_MIN_VOTERS"]
     ranking = Ranking(criterion=criterion, method=method, models=[], total_votes=0,
-                      bootstrap_rounds=0, flags=[
+                      bootstrap_rounds=0, withheld=True, flags=[
                           f"fewer than {least} voters in this selection: the public page "
                           "shows none of its figures (so few would tell their votes apart)"])
     ranking.slice = _described(slice_)

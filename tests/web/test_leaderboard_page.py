@@ -67,6 +67,7 @@ def test_slices_of_few_voters_show_nothing_and_dates_are_whole_days(client, boar
     app.config["PUBLIC_SLICE_MIN_VOTERS"] = 20
     html = client.get("/leaderboard?criterion=preference&continent=EU").get_data(as_text=True)
     assert "fewer than 20 voters in this selection" in html and "model-0" not in html
+    assert "Bradley-Terry on" not in html  # (not "on 0 votes": it has some)
     html = client.get("/leaderboard?criterion=preference").get_data(as_text=True)
     assert "model-0" in html  # (the whole board is not a slice)
     app.config["PUBLIC_SLICE_MIN_VOTERS"] = 1
