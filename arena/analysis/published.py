@@ -132,14 +132,15 @@ def _insert_absent(kind: str, key: int, start: datetime, before: datetime, paylo
 
 # -- what the figures count -------------------------------------------------------------------
 
-def votes_column(before: datetime | None):
+def votes_column(before: datetime | None, *among):
     """A comparison's counted votes (``Comparison.votes_count``), or those of them stamped
     before ``before``: (the column, a function that adds its join to a query on
-    ``Comparison``)."""
+    ``Comparison``). ``among``: WHERE clauses on ``Vote`` that keep the votes of the
+    comparisons queried (the rest are read and grouped for nothing)."""
     if before is None:
         return Comparison.votes_count, lambda query: query
     counted = (select(Vote.comparison_id, func.count().label("n"))
-               .where(Vote.flags == 0, Vote.created_at < before)
+               .where(Vote.flags == 0, Vote.created_at < before, *among)
                .group_by(Vote.comparison_id).subquery())
     return (func.coalesce(counted.c.n, 0),
             lambda query: query.outerjoin(counted, counted.c.comparison_id == Comparison.id))

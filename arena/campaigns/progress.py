@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import aliased
 
 from arena.analysis import published
@@ -65,24 +65,29 @@ def progress(campaign: Campaign, now: datetime | None = None,
     rate and the time it implies to completion, the voters' demographics and how many pass
     the campaign's validation pairs. With ``before``: counting only the votes, skips and
     reports stamped before it, as of then (and without the count of gold pairs, which grows
-    as voters answer them)."""
+    as voters answer them).
+
+    The vote table is read at most three times (its per-comparison counts to the cut-off,
+    those of the most skipped comparisons, and once per voter); live, once: over 2M votes
+    each read is a scan of the table (benchmarks/rank_db.py)."""
     now = before or now or utcnow()
     result = Progress(campaign)
-    result.criteria = _per_criterion(campaign, before)
+    result.pairs, result.criteria = _per_pair(campaign, before)
     result.votes_total = sum(c["collected"] for c in result.criteria)
     result.needed_total = sum(c["needed"] for c in result.criteria)
-    result.pairs = _per_pair(campaign, before)
-    for row in result.criteria:
-        row["skipped"] = sum(p["skipped"] for p in result.pairs
-                             if p["criterion"] == row["criterion"])
-    result.skips_total = sum(p["skipped"] for p in result.pairs)
+    result.skips_total = sum(c["skipped"] for c in result.criteria)
     result.most_skipped = _most_skipped(campaign, before)
-    result.votes_per_hour = _rate(campaign, now)
+    people = _voters(campaign, now)
+    result.voters, result.demographics, result.validation = (
+        people.voters, people.demographics, people.validation)
+    if before is None:
+        result.validation["pairs"] = db.session.scalar(
+            select(func.count()).select_from(Comparison).where(
+                Comparison.campaign_id == campaign.id, Comparison.is_validation))
+    result.votes_per_hour = people.rate
     if result.votes_per_hour:
         remaining = max(result.needed_total - result.votes_total, 0)
         result.eta_hours = remaining / result.votes_per_hour
-    result.voters, result.demographics = _voters(campaign, before)
-    result.validation = _validation(campaign, before)
     return result
 
 
@@ -90,25 +95,10 @@ def _regular(campaign: Campaign):
     return [Comparison.campaign_id == campaign.id, Comparison.is_validation.is_(False)]
 
 
-def _votes_in(campaign: Campaign, before: datetime | None = None):
-    """The campaign's votes (stamped before ``before``, when given), as WHERE clauses."""
-    clauses = [Vote.comparison_id.in_(select(Comparison.id)
-                                      .where(Comparison.campaign_id == campaign.id))]
-    if before is not None:
-        clauses.append(Vote.created_at < before)
-    return clauses
-
-
-def _per_criterion(campaign: Campaign, before: datetime | None) -> list[dict]:
-    votes, joined = published.votes_column(before)
-    rows = {r[0]: r[1:] for r in db.session.execute(joined(
-        select(Comparison.criterion, func.count(),
-               func.coalesce(func.sum(at_most(votes, Comparison.target_votes)), 0),
-               func.coalesce(func.sum(Comparison.target_votes), 0)))
-        .where(*_regular(campaign)).group_by(Comparison.criterion))}
-    return [{"criterion": c, "comparisons": rows.get(c, (0, 0, 0))[0],
-             "collected": int(rows.get(c, (0, 0, 0))[1]),
-             "needed": int(rows.get(c, (0, 0, 0))[2])} for c in campaign.criteria_list]
+def _in_campaign(campaign: Campaign):
+    """The campaign's votes, as a WHERE clause."""
+    return Vote.comparison_id.in_(select(Comparison.id)
+                                  .where(Comparison.campaign_id == campaign.id))
 
 
 def _pair_models():
@@ -126,46 +116,46 @@ def _pair_models():
     return model_a.name, model_b.name, joined
 
 
-def _per_pair(campaign: Campaign, before: datetime | None) -> list[dict]:
+def _per_pair(campaign: Campaign, before: datetime | None) -> tuple[list[dict], list[dict]]:
+    """Per criterion and model pair (models sorted by name), then per criterion: the votes
+    (per criterion: those towards the targets, each comparison's at most its target), the
+    votes needed and the tasks closed without a vote. One statement."""
     name_a, name_b, joined = _pair_models()
-    votes, counted = published.votes_column(before)
+    votes, counted = published.votes_column(before, _in_campaign(campaign))
+    skipped = _skipped_tasks(campaign, before)
+    skips = func.coalesce(skipped.c.skips, 0)
     rows = db.session.execute(counted(joined(
-        select(Comparison.criterion, name_a, name_b,
-               func.sum(votes), func.sum(Comparison.target_votes))))
+        select(Comparison.criterion, name_a, name_b, func.count(),
+               func.sum(at_most(votes, Comparison.target_votes)), func.sum(votes),
+               func.sum(Comparison.target_votes), func.sum(skips))))
+        .outerjoin(skipped, skipped.c.comparison_id == Comparison.id)
         .where(*_regular(campaign))
-        .group_by(Comparison.criterion, name_a, name_b)
-    ).all()
-    got: Counter = Counter()
-    wanted: Counter = Counter()
-    for criterion, a, b, votes, need in rows:
-        key = (criterion, *sorted((a, b)))
-        got[key] += int(votes or 0)
-        wanted[key] += int(need or 0)
-    skipped = _skips_per_pair(campaign, before)
-    return [{"criterion": k[0], "models": f"{k[1]} vs {k[2]}", "votes": got[k],
-             "needed": wanted[k], "skipped": skipped[k]} for k in sorted(got)]
+        .group_by(Comparison.criterion, name_a, name_b)).all()
+    pairs: dict[tuple, Counter] = {}
+    criteria = {c: Counter() for c in campaign.criteria_list}
+    for criterion, a, b, comparisons, collected, got, need, skip in rows:
+        pair = pairs.setdefault((criterion, *sorted((a, b))), Counter())
+        pair.update(votes=int(got or 0), needed=int(need or 0), skipped=int(skip or 0))
+        criteria.setdefault(criterion, Counter()).update(
+            comparisons=comparisons, collected=int(collected or 0), needed=int(need or 0),
+            skipped=int(skip or 0))
+    return ([{"criterion": k[0], "models": f"{k[1]} vs {k[2]}", "votes": v["votes"],
+              "needed": v["needed"], "skipped": v["skipped"]} for k, v in sorted(pairs.items())],
+            [{"criterion": c, "comparisons": v["comparisons"], "collected": v["collected"],
+              "needed": v["needed"], "skipped": v["skipped"]}
+             for c, v in criteria.items() if c in campaign.criteria_list])
 
 
 def _skipped_tasks(campaign: Campaign, before: datetime | None):
-    closed = Task.skipped_at.is_not(None) if before is None else Task.skipped_at < before
+    """Tasks closed without a vote (before ``before``), per comparison of the campaign:
+    read through the index of skipped tasks alone (``ix_task_skipped``)."""
+    closed = [Task.skipped_at.is_not(None)]
+    if before is not None:
+        closed.append(Task.skipped_at < before)
     return (select(Task.comparison_id, func.count().label("skips"))
             .join(Comparison, Comparison.id == Task.comparison_id)
-            .where(*_regular(campaign), closed)
+            .where(*_regular(campaign), *closed)
             .group_by(Task.comparison_id).subquery())
-
-
-def _skips_per_pair(campaign: Campaign, before: datetime | None) -> Counter:
-    """Tasks closed without a vote, per criterion and model pair (models sorted by name, as
-    in :func:`_per_pair`)."""
-    skipped = _skipped_tasks(campaign, before)
-    name_a, name_b, joined = _pair_models()
-    query = joined(select(Comparison.criterion, name_a, name_b, func.sum(skipped.c.skips))
-                   .join(skipped, skipped.c.comparison_id == Comparison.id)
-                   ).group_by(Comparison.criterion, name_a, name_b)
-    counts: Counter = Counter()
-    for criterion, a, b, n in db.session.execute(query):
-        counts[(criterion, *sorted((a, b)))] += int(n)
-    return counts
 
 
 def _most_skipped(campaign: Campaign, before: datetime | None,
@@ -174,62 +164,77 @@ def _most_skipped(campaign: Campaign, before: datetime | None,
     and image reports: a pair nobody can decide on, or a broken image, shows up here."""
     skipped = _skipped_tasks(campaign, before)
     name_a, name_b, joined = _pair_models()
-    votes, counted = published.votes_column(before)
     reported = [Task.comparison_id == Comparison.id]
     if before is not None:
         reported.append(ImageReport.created_at < before)
     reports = (select(func.count()).select_from(ImageReport)
                .join(Task, Task.id == ImageReport.task_id)
                .where(*reported).scalar_subquery())
-    rows = db.session.execute(counted(joined(
+    rows = db.session.execute(joined(
         select(Comparison.id, Comparison.criterion, name_a, name_b, Prompt.text,
-               votes, skipped.c.skips, reports, Comparison.paused)
-        .join(skipped, skipped.c.comparison_id == Comparison.id)))
+               Comparison.votes_count, skipped.c.skips, reports, Comparison.paused)
+        .join(skipped, skipped.c.comparison_id == Comparison.id))
         .outerjoin(Prompt, Prompt.id == Comparison.prompt_id)
         .where(skipped.c.skips >= 2)
         .order_by(skipped.c.skips.desc(), Comparison.id).limit(limit)).all()
+    votes = {row[0]: row[5] for row in rows}
+    if before is not None and rows:  # (the votes before the cut-off: one read of the table)
+        votes = dict.fromkeys(votes, 0) | dict(db.session.execute(
+            select(Vote.comparison_id, func.count())
+            .where(Vote.comparison_id.in_(list(votes)), Vote.flags == 0,
+                   Vote.created_at < before)
+            .group_by(Vote.comparison_id)).all())
     return [{"id": cid, "criterion": criterion, "models": f"{a} vs {b}", "prompt": text or "",
-             "votes": votes, "skipped": skips, "reported": reported, "paused": paused}
-            for cid, criterion, a, b, text, votes, skips, reported, paused in rows]
+             "votes": votes[cid], "skipped": skips, "reported": reported, "paused": paused}
+            for cid, criterion, a, b, text, _, skips, reported, paused in rows]
 
 
-def _rate(campaign: Campaign, now: datetime) -> float | None:
-    """Votes per hour over the last day (over less, when the first came later)."""
+@dataclass
+class _People:
+    voters: int
+    demographics: dict[str, list[tuple[str, int]]]
+    validation: dict
+    rate: float | None
+
+
+def _voters(campaign: Campaign, now: datetime) -> _People:
+    """Over the campaign's votes stamped before ``now``, in one read of them grouped per
+    voter: how many voters took part and their answers about themselves; how many met a
+    gold pair and how many of those never failed one; the votes per hour over the last day
+    (over less, when the first came later)."""
     since = now - timedelta(hours=24)
-    recent, first = db.session.execute(
-        select(func.count(), func.min(Vote.created_at))
-        .where(*_votes_in(campaign, now), Vote.created_at >= since)).one()
-    if not recent or first is None:
-        return None
-    return recent / max((now - first).total_seconds() / 3600, 1 / 60)
-
-
-def _voters(campaign: Campaign,
-            before: datetime | None) -> tuple[int, dict[str, list[tuple[str, int]]]]:
-    """How many voters took part, and their answers about themselves."""
-    voter_ids = select(Vote.voter_id).where(*_votes_in(campaign, before)).distinct()
-    total = db.session.scalar(select(func.count()).select_from(voter_ids.subquery()))
-    demographics = {}
-    for column, label in ((Voter.continent, "continent"), (Voter.age_group, "age group"),
-                          (Voter.gender, "gender")):
-        rows = db.session.execute(
-            select(column, func.count()).where(Voter.id.in_(voter_ids))
-            .group_by(column).order_by(func.count().desc())).all()
-        demographics[label] = [(value or "not given", n) for value, n in rows]
-    return total, demographics
-
-
-def _validation(campaign: Campaign, before: datetime | None) -> dict:
-    """Gold pairs (None with ``before``), and how many of the voters who met one never
-    failed one."""
-    failed_any = func.max(func.cast(Vote.correct.is_(False), db.Integer))
-    per_voter = (select(Vote.voter_id, failed_any.label("failed"))
-                 .where(*_votes_in(campaign, before), Vote.is_validation.is_(True))
-                 .group_by(Vote.voter_id).subquery())
-    answered, failed = db.session.execute(
-        select(func.count(), func.coalesce(func.sum(per_voter.c.failed), 0))).one()
-    pairs = None if before is not None else db.session.scalar(
-        select(func.count()).select_from(Comparison).where(
-            Comparison.campaign_id == campaign.id, Comparison.is_validation))
-    return {"pairs": pairs, "voters": answered, "passed": answered - int(failed),
-            "failed": int(failed)}
+    recent = Vote.created_at >= since
+    per_voter = (
+        select(Vote.voter_id,
+               func.max(case((Vote.is_validation, 1), else_=0)).label("gold"),
+               func.max(case((Vote.is_validation & Vote.correct.is_(False), 1), else_=0))
+               .label("failed"),
+               func.sum(case((recent, 1), else_=0)).label("recent"),
+               func.min(case((recent, Vote.created_at))).label("first"))
+        .where(_in_campaign(campaign), Vote.created_at < now)
+        .group_by(Vote.voter_id).subquery())
+    rows = db.session.execute(
+        select(Voter.continent, Voter.age_group, Voter.gender, func.count(),
+               func.sum(per_voter.c.gold), func.sum(per_voter.c.failed),
+               func.sum(per_voter.c.recent), func.min(per_voter.c.first))
+        .join(per_voter, per_voter.c.voter_id == Voter.id)
+        .group_by(Voter.continent, Voter.age_group, Voter.gender)).all()
+    answers = {label: Counter() for label in ("continent", "age group", "gender")}
+    for continent, age_group, gender, n, *_ in rows:
+        for label, value in zip(answers, (continent, age_group, gender), strict=True):
+            answers[label][value or "not given"] += n
+    voters = sum(row[3] for row in rows)
+    gold = sum(int(row[4] or 0) for row in rows)
+    failed = sum(int(row[5] or 0) for row in rows)
+    count = sum(int(row[6] or 0) for row in rows)
+    firsts = [row[7] for row in rows if row[7] is not None]
+    rate = None
+    if count and firsts:
+        rate = count / max((now - min(firsts)).total_seconds() / 3600, 1 / 60)
+    return _People(
+        voters=voters,
+        demographics={label: sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+                      for label, counts in answers.items()},
+        validation={"pairs": None, "voters": gold, "passed": gold - failed,
+                    "failed": failed},
+        rate=rate)

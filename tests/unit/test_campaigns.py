@@ -6,6 +6,7 @@ import pytest
 from PIL import Image
 from sqlalchemy import func, select, text
 
+from arena.analysis import published
 from arena.campaigns import campaigns
 from arena.campaigns.progress import progress
 from arena.catalog import ingest
@@ -15,7 +16,7 @@ from arena.extensions import db
 from arena.models import Comparison, Prompt, utcnow
 from arena.voting import image_reports, matchmaking, tasks
 from tests.datasets import IMAGES
-from tests.factories import answer, make_model, make_owner, new_voter
+from tests.factories import answer, make_model, make_owner, new_voter, time_passes
 
 
 @pytest.fixture
@@ -235,3 +236,43 @@ def test_campaign_list_totals_match_each_progress_page(three_models):
     bench = rows["Bench"]
     assert (bench.votes, bench.needed, bench.models, bench.prompt_set) == (
         report.votes_total, report.needed_total, 2, "DrawBench")
+
+
+def test_progress_to_a_cut_off_counts_what_live_counts_before_it(any_app):
+    """The public page's figures (votes before the cut-off, read from the log) and the live
+    page's (the counters) are two ways to one count: with every vote, skip, report and gold
+    answer stamped before the cut-off, they agree on everything but the gold pairs' count."""
+    with any_app.app_context():
+        _progress_both_ways(any_app)
+
+
+def _progress_both_ways(app):
+    campaign, _ = _three_models()
+    campaigns.publish(campaign)
+    campaigns.add_gold_pair(campaign, "preference", (IMAGES / "ok.png").read_bytes(),
+                            (IMAGES / "ok.webp").read_bytes(), names=("ok.png", "ok.webp"))
+    app.config["VALIDATION_RATE"] = 1.0
+    rng = np.random.default_rng(2)
+    for i, country in enumerate(("KE", "BR", "FR", None, "KE", "JP")):
+        voter = new_voter({"country": country, "gender": "female" if i % 2 else None})
+        session = matchmaking.start_session(voter, rng, "preference")
+        first, *rest = session.tasks
+        if i in (1, 4):
+            image_reports.report(voter, first.id, "left", "broken")
+        elif i in (0, 3):
+            tasks.skip(voter, first.id)
+        else:
+            rest.insert(0, first)
+        for task in rest:
+            gold = task.comparison.correct_image_id
+            wrong = gold is not None and i == 2
+            pick_left = (task.left_image_id == gold) != wrong if gold else i % 3 == 0
+            answer(voter, task, "left" if pick_left else "right")
+    time_passes()
+    live, cut = progress(campaign), progress(campaign, before=published.cutoff())
+    assert cut.validation == {**live.validation, "pairs": None}
+    assert live.validation["failed"] == 1 and live.skips_total >= 2 and live.most_skipped
+    assert live.demographics["gender"] == [("female", 3), ("not given", 3)]
+    for name in ("criteria", "pairs", "most_skipped", "skips_total", "votes_total",
+                 "needed_total", "voters", "demographics"):
+        assert getattr(cut, name) == getattr(live, name), name
