@@ -36,9 +36,12 @@ from arena.models import Comparison, GenModel, PublishedFigures, Vote, utcnow
 
 EPOCH = datetime(2000, 1, 1)
 ALL = 0  # the key of figures that are not one campaign's or one model's
-# A vote is stamped before its transaction waits for the write lock (SQLite's busy timeout
-# is 15 s, and a locked write is tried up to five times): the cut-off is this long before the
-# period began, so that every vote stamped before it has committed by the time a page counts.
+# The cut-off is this long before the period began, so that everything stamped before it has
+# committed by the time a page counts it: a vote is stamped once its locks are held, and
+# commits milliseconds later (arena.voting.votes._record); a skip or a report is stamped
+# before its write waits for SQLite's writer (its busy timeout is 15 s, a locked write is
+# tried up to five times), and counts from one period on if it commits later (they are
+# counted afresh each period; the online Elo alone carries on from the last period's).
 SETTLED = timedelta(minutes=2)
 
 

@@ -178,7 +178,8 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
     end_reads()  # (on SQLite the write transaction starts afresh)
     try:
         card = retry_on_lock(lambda: _record(ballot, elo_params(),
-                                             context.session_id if next_card else None))
+                                             context.session_id if next_card else None,
+                                             stamp_now=now is None))
     except IntegrityError:  # the unique task_id: a concurrent request recorded it first
         db.session.rollback()
         return VoteResult(accepted=False, session_id=context.session_public_id, duplicate=True)
@@ -230,7 +231,8 @@ def _flags(criterion: str, server_ms: int, voter: Voter) -> int:
     return flags
 
 
-def _record(ballot: Ballot, params: EloParams, card_of: int | None = None) -> Card | None:
+def _record(ballot: Ballot, params: EloParams, card_of: int | None = None, *,
+            stamp_now: bool = False) -> Card | None:
     """One write transaction: the voter's turn (the pacing floor, decided under the voter's
     row lock, with the trust change of a gold answer), the rating pair locked, then the vote
     inserted, the task marked answered, the comparison's counter and the two ratings moved
@@ -239,7 +241,14 @@ def _record(ballot: Ballot, params: EloParams, card_of: int | None = None) -> Ca
     built once per shape of vote (:func:`_writes`) and run with this vote's values. Loaded
     objects are not expired by the commit (see :data:`_MOVED_VOTER_COLUMNS`). With
     ``card_of`` (the session's id) the session's next card is read and presented before the
-    commit, and returned."""
+    commit, and returned.
+
+    With ``stamp_now`` the vote is stamped once its locks are held (the writer lock on
+    SQLite, the voter and the rating pair on PostgreSQL), not when the request came (the
+    pacing's time, ``ballot.at``): it commits within milliseconds of its stamp, which the
+    public pages' cut-off counts on (arena.analysis.published.SETTLED), and the votes that
+    move one rating are stamped in the order they moved it, so a replay to any cut-off
+    takes them in the live Elo's order."""
     with write_transaction(after_reads=True, keep_loaded=True):
         also, trust = _trust_change(ballot.correct)
         floor = _floor_ms(ballot.criterion)
@@ -259,7 +268,7 @@ def _record(ballot: Ballot, params: EloParams, card_of: int | None = None) -> Ca
         if not paced:
             ballot = replace(ballot, flags=ballot.flags | vote_flags.TOO_FAST)
         values = {f"v_{name}": getattr(ballot, name) for name in _VOTE_COLUMNS}
-        values["v_created_at"] = ballot.at
+        values["v_created_at"] = max(utcnow(), ballot.at) if stamp_now else ballot.at
         if ballot.rated:
             won, lost = elo_update(winner, loser, 1.0, params)
             values.update(p_won=won, p_lost=lost)

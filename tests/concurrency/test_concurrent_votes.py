@@ -2,14 +2,16 @@
 online Elo equals a replay of the vote log in id order."""
 
 import threading
+import time
+from itertools import pairwise
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 
 from arena.extensions import db
-from arena.models import Comparison, EloRating, Vote, Voter
+from arena.models import Comparison, EloRating, Vote, Voter, utcnow
 from arena.voting import matchmaking, votes
-from tests.factories import make_campaign, new_voter, read_caption
+from tests.factories import make_campaign, new_voter, read_caption, start
 
 N_VOTERS = 8
 SESSIONS_EACH = 4
@@ -75,6 +77,17 @@ def test_concurrent_voters_lose_nothing_and_match_replay(any_app):
         votes.replay()
         db.session.expire_all()
         assert snapshot() == online  # identical floats: ids were taken in lock order
+        # and so were the stamps: the votes that moved one rating are stamped in the order
+        # they moved it, so a replay to any cut-off (the public pages') takes them in the
+        # live Elo's order, and a vote commits within milliseconds of its stamp
+        out_of_order = 0
+        for (model_id,) in db.session.execute(select(EloRating.model_id).distinct()):
+            stamps = db.session.scalars(select(Vote.created_at).where(
+                Vote.is_validation.is_(False), Vote.flags == 0,
+                or_(Vote.winner_model_id == model_id, Vote.loser_model_id == model_id))
+                .order_by(Vote.id)).all()
+            out_of_order += sum(later < earlier for earlier, later in pairwise(stamps))
+        assert out_of_order == 0
 
 
 def test_one_voter_racing_for_sessions_never_gets_a_comparison_twice(any_app):
@@ -119,3 +132,43 @@ def test_one_voter_racing_for_sessions_never_gets_a_comparison_twice(any_app):
                                     .where(Task.voter_id == voter_id)).all()
         assert sorted(stored) == sorted(issued)
         assert db.session.scalar(select(func.sum(Comparison.issued))) == len(issued)
+
+
+def test_a_vote_held_up_by_a_lock_is_stamped_once_it_holds_it(any_app):
+    """The public pages count what was stamped before their cut-off, taken two minutes after
+    it (arena.analysis.published.SETTLED): a vote must commit within moments of its stamp.
+    One that came while another transaction held the lock it needs (SQLite's writer; on
+    PostgreSQL the voter's row) is stamped once it got it, not when it came; its pacing
+    still counts from when it came."""
+    app = any_app
+    with app.app_context():
+        make_campaign(n_prompts=2, n_models=2, images_per_model=1)
+        voter, session = start(criterion="preference", validation_rate=0.0)
+        voter_id, task_id = voter.id, session.tasks[0].id
+        holder = db.engine.raw_connection()
+        cursor = holder.cursor()
+        if db.engine.dialect.name == "sqlite":
+            cursor.execute("BEGIN IMMEDIATE")
+        else:
+            cursor.execute("SELECT id FROM voter WHERE id = %s FOR UPDATE", (voter_id,))
+    came, results = utcnow(), []
+
+    def vote():
+        with app.app_context():
+            voter = db.session.get(Voter, voter_id)
+            results.append(votes.cast_vote(voter, task_id, "left", 900))
+            db.session.remove()
+
+    voting = threading.Thread(target=vote)
+    voting.start()
+    time.sleep(1.0)
+    released = utcnow()
+    holder.rollback()
+    holder.close()
+    voting.join(timeout=60)
+    assert results and results[0].accepted
+    with app.app_context():
+        stamp = db.session.scalar(select(Vote.created_at).where(Vote.task_id == task_id))
+        assert stamp >= released
+        paced_from = db.session.get(Voter, voter_id).last_action_at
+        assert came <= paced_from < released
