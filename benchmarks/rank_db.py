@@ -1,17 +1,22 @@
 """`arena rank` over millions of stored votes, on SQLite and PostgreSQL.
 
     .venv/bin/python benchmarks/rank_db.py [--votes 2000000] [--postgres URL]
+                                           [--paired-progress REV]
 
 Builds a throwaway database: 282 prompts x 4 models x 4 images (the source benchmark's size),
 then ``--votes`` preference votes inserted with INSERT ... SELECT. Prints the time of the SQL
 aggregation, of ``rank_models`` with 1,000 bootstrap rounds, and of the whole ``arena rank``
 command as a user runs it (a new process: interpreter start and imports included); then
 what the public pages cost, counted to the hour's cut-off (see ``public_pages``).
+``--paired-progress REV`` times a campaign's progress page as git revision REV computed it
+(its ``arena/campaigns/progress.py``) against the current code, by turns on the same
+database (three rounds each, to the cut-off and live), and prints the medians and ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -48,7 +53,8 @@ def median_s(fn, repeats=3):
     return statistics.median(times)
 
 
-def run(label: str, instance: Path, url: str | None, n_votes: int) -> None:
+def run(label: str, instance: Path, url: str | None, n_votes: int,
+        paired: str | None = None) -> None:
     config = {"INSTANCE_PATH": str(instance), "SECRET_KEY": "bench"}
     if url:
         config["DATABASE_URL"] = url
@@ -70,6 +76,7 @@ def run(label: str, instance: Path, url: str | None, n_votes: int) -> None:
         t_rank = median_s(lambda: rank_models("preference", rounds=1000,
                                               rng=np.random.default_rng(0)), 1)
         public = public_pages()
+        compared = paired_progress(paired) if paired else None
     env = {**os.environ, "ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench"}
     if url:
         env["ARENA_DATABASE_URL"] = url
@@ -92,6 +99,39 @@ def run(label: str, instance: Path, url: str | None, n_votes: int) -> None:
           f"carried on from the last hour's over 20,000 votes {ms['carried']:.0f} ms")
     print(f"    a campaign's progress page to the cut-off {ms['progress']:.0f} ms (live "
           f"{ms['progress_live']:.0f} ms); the campaign list's totals {ms['list']:.0f} ms")
+    for line in compared or ():
+        print(f"    {line}")
+
+
+def paired_progress(rev: str) -> list[str]:
+    """The progress page of git revision ``rev`` against the current one, by turns (ABBA),
+    on the campaign public_pages made: lines to print."""
+    source = subprocess.run(["git", "show", f"{rev}:arena/campaigns/progress.py"],
+                            check=True, capture_output=True, text=True,
+                            cwd=Path(__file__).parent).stdout
+    path = scratch_dir("arena-progress-") / "progress_then.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("progress_then", path)
+    then = importlib.util.module_from_spec(spec)
+    sys.modules["progress_then"] = then  # (its dataclasses look their module up)
+    spec.loader.exec_module(then)
+    campaign = db.session.scalar(select(Campaign).where(Campaign.name == "bench"))
+    cut = published.cutoff()
+    times: dict[tuple[str, str], list[float]] = {}
+    for turn in range(3):
+        order = (("then", then.progress), ("now", progress))
+        for who, fn in order if turn % 2 == 0 else order[::-1]:
+            for count, before in (("to the cut-off", cut), ("live", None)):
+                t0 = time.perf_counter()
+                fn(campaign, before=before)
+                times.setdefault((who, count), []).append(time.perf_counter() - t0)
+                db.session.rollback()
+    lines = []
+    for count in ("to the cut-off", "live"):
+        a, b = (statistics.median(times[(who, count)]) for who in ("then", "now"))
+        lines.append(f"progress page {count}: {rev} {a * 1000:.0f} ms, now {b * 1000:.0f} ms "
+                     f"(medians of 3 by turns; {a / b:.2f}x faster)")
+    return lines
 
 
 def public_pages() -> dict[str, float]:
@@ -145,11 +185,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--votes", type=int, default=2_000_000)
     parser.add_argument("--postgres", help="an empty PostgreSQL database URL")
+    parser.add_argument("--paired-progress", metavar="REV",
+                        help="time the progress page of git revision REV against this one")
     args = parser.parse_args()
-    run("SQLite", scratch_dir("arena-rankdb-"), None, args.votes)
+    run("SQLite", scratch_dir("arena-rankdb-"), None, args.votes, args.paired_progress)
     if args.postgres:
         run("PostgreSQL", scratch_dir("arena-rankdb-pg-"), args.postgres,
-            args.votes)
+            args.votes, args.paired_progress)
 
 
 if __name__ == "__main__":
