@@ -136,14 +136,13 @@ def _per_pair(campaign: Campaign, before: datetime | None) -> tuple[list[dict], 
     for criterion, a, b, comparisons, collected, got, need, skip in rows:
         pair = pairs.setdefault((criterion, *sorted((a, b))), Counter())
         pair.update(votes=int(got or 0), needed=int(need or 0), skipped=int(skip or 0))
-        criteria.setdefault(criterion, Counter()).update(
-            comparisons=comparisons, collected=int(collected or 0), needed=int(need or 0),
-            skipped=int(skip or 0))
+        if criterion in criteria:
+            criteria[criterion].update(comparisons=comparisons, collected=int(collected or 0),
+                                       needed=int(need or 0), skipped=int(skip or 0))
     return ([{"criterion": k[0], "models": f"{k[1]} vs {k[2]}", "votes": v["votes"],
               "needed": v["needed"], "skipped": v["skipped"]} for k, v in sorted(pairs.items())],
             [{"criterion": c, "comparisons": v["comparisons"], "collected": v["collected"],
-              "needed": v["needed"], "skipped": v["skipped"]}
-             for c, v in criteria.items() if c in campaign.criteria_list])
+              "needed": v["needed"], "skipped": v["skipped"]} for c, v in criteria.items()])
 
 
 def _skipped_tasks(campaign: Campaign, before: datetime | None):
@@ -178,12 +177,11 @@ def _most_skipped(campaign: Campaign, before: datetime | None,
         .where(skipped.c.skips >= 2)
         .order_by(skipped.c.skips.desc(), Comparison.id).limit(limit)).all()
     votes = {row[0]: row[5] for row in rows}
-    if before is not None and rows:  # (the votes before the cut-off: one read of the table)
-        votes = dict.fromkeys(votes, 0) | dict(db.session.execute(
-            select(Vote.comparison_id, func.count())
-            .where(Vote.comparison_id.in_(list(votes)), Vote.flags == 0,
-                   Vote.created_at < before)
-            .group_by(Vote.comparison_id)).all())
+    if before is not None and rows:  # (their votes before the cut-off: one read of the table)
+        ids = list(votes)
+        counted, joined_counts = published.votes_column(before, Vote.comparison_id.in_(ids))
+        votes = dict(db.session.execute(joined_counts(
+            select(Comparison.id, counted).where(Comparison.id.in_(ids)))).all())
     return [{"id": cid, "criterion": criterion, "models": f"{a} vs {b}", "prompt": text or "",
              "votes": votes[cid], "skipped": skips, "reported": reported, "paused": paused}
             for cid, criterion, a, b, text, _, skips, reported, paused in rows]
