@@ -154,13 +154,6 @@ class Defaults:
     # voters reach the server: a gold answer's vote runs one statement fewer than an
     # ordinary one, and the header says so.
     SERVER_TIMING = False
-    # The vote path's statements on the database driver's cursor (arena.infra.prepared),
-    # and on SQLite a request's write begun on its reads' connection
-    # (arena.infra.database.write_transaction); false runs them through SQLAlchemy's
-    # execution and pool instead: the same SQL, 40% more server time per vote
-    # (benchmarks/request_cost.py --paired PREPARED_STATEMENTS=false), a way out should a
-    # driver version disagree with it.
-    PREPARED_STATEMENTS = True
     # Flask-Compress: whole responses only. Its streaming mode drops the response's close()
     # (a static file stayed open until garbage collection; an export's generator would
     # never be closed on a client that left), so streamed exports go uncompressed and

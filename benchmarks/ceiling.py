@@ -16,9 +16,8 @@ Two of them:
   caption's read time recorded only on the voter's own unread task, a vote only on the
   voter's own unanswered task whose caption was read (a conditional UPDATE, its rowcount
   checked) and at most once (a unique index). Each write request in one transaction, the
-  statements run on the driver's cursor as Arena's hot path runs them
-  (``arena.infra.prepared``), and on SQLite a process's threads queuing for the writer on
-  Arena's lock for them. What it leaves out is what Arena adds beyond the protocol's
+  statements run on the driver's cursor, and on SQLite a process's threads queuing for the
+  writer on Arena's lock for them. What it leaves out is what Arena adds beyond the protocol's
   records: matchmaking, gold pairs, pacing, rate limits, Elo, trust, blinded image names.
   The same voter flow drives it as drives Arena, so Arena's share of it is what those cost.
 

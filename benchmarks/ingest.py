@@ -3,12 +3,11 @@
     .venv/bin/pip install -e ".[bench]"          # locust
     .venv/bin/python benchmarks/ingest.py [--postgres URL] [--users 16] [--seconds 30]
                                           [--rounds 6] [--workers CORES] [--threads T]
-                                          [--html] [--cold] [--client requests|fast]
+                                          [--html] [--client requests|fast] [--against REV]
 
 For each database (SQLite, and PostgreSQL when ``--postgres`` names an empty database): a
-fresh instance with the demo campaign and its gold supply made ahead (``arena campaign
-fill-gold``; ``--cold`` leaves the server to render the damaged copies under the load, as a
-fresh campaign does) is served by ``arena serve`` (rate limits and the
+fresh instance with the demo campaign as ``arena demo`` leaves it (its gold supply made) is
+served by ``arena serve`` (rate limits and the
 vote-time floor off, so the load is not refused; ``SERVER_TIMING`` on, so every response
 says how long the app worked and how many SQL statements it ran); beside it, with the same
 worker and thread counts and the same database, a bare Flask app that INSERTs one
@@ -33,6 +32,10 @@ the same shape by a minimal correct implementation of the protocol's records, on
 driver's cursor): its votes/s is what this flow could reach without what Arena adds
 (matchmaking, gold, pacing, rate limits, Elo, trust, blinded names), and Arena's share of it
 is what those cost. Its ratio to the ceiling and Arena's to it are printed by round too.
+
+``--against REV`` (SQLite) serves git revision REV beside the current code, on an instance its
+own ``arena demo`` and ``arena campaign fill-gold`` made, and drives it by turns with the
+others: the current code's votes/s as a share of REV's, in the same run.
 """
 
 from __future__ import annotations
@@ -262,32 +265,53 @@ def alternate(drives: list, rounds: int) -> list[list]:
     return results
 
 
+def serve_demo(label: str, url: str | None, args, source: Path | None = None):
+    """A fresh demo instance (``arena demo``, then ``arena campaign fill-gold`` for a
+    revision whose demo left that to the operator) served by ``arena serve``, the code of
+    ``source`` (an exported revision) when given: (port, process, log)."""
+    instance = scratch_dir("arena-ingest-")
+    env = instance_env(instance, url, args.set)
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
+    started = time.perf_counter()
+    for command in (["demo", "--votes", "0"], ["campaign", "fill-gold", DEMO]):
+        subprocess.run([str(BIN / "arena"), *command], env=env, cwd=source or ROOT,
+                       check=True, capture_output=True)
+    print(f"{label}: demo set up in {time.perf_counter() - started:.0f} s", flush=True)
+    port, log = free_port(), instance / "serve.log"
+    # (the servers log to files: a pipe nobody reads fills up and blocks their access log)
+    process = subprocess.Popen(
+        [str(BIN / "arena"), "serve", "--port", str(port), "--workers", str(args.workers),
+         "--threads", str(args.threads)], env=env, cwd=source or ROOT,
+        stdout=log.open("w"), stderr=subprocess.STDOUT)
+    return port, process, log
+
+
+def exported(rev: str) -> Path:
+    """Git revision ``rev`` of this repository, its files in a scratch folder."""
+    folder = scratch_dir("arena-rev-")
+    archive = subprocess.run(["git", "archive", rev], cwd=ROOT, check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
 def run(label: str, url: str | None, args) -> None:
     # (both servers with arena serve's default threads for the database, unless given)
     args = argparse.Namespace(**{**vars(args), "threads": args.threads
                                  or default_threads(url or "sqlite://")})
-    instance = scratch_dir("arena-ingest-")
-    env = instance_env(instance, url, args.set)
-    subprocess.run([str(BIN / "arena"), "demo", "--votes", "0"], env=env, cwd=ROOT,
-                   check=True, capture_output=True)
-    if not args.cold:  # the gold supply made ahead, as an operator would after publishing
-        started = time.perf_counter()
-        subprocess.run([str(BIN / "arena"), "campaign", "fill-gold", DEMO], env=env, cwd=ROOT,
-                       check=True, capture_output=True)
-        print(f"{label}: gold supply made ahead in {time.perf_counter() - started:.0f} s "
-              "(arena campaign fill-gold)", flush=True)
-    port = free_port()
-    # the servers log to files: a pipe nobody reads fills up and blocks their access log
-    serve_log, ceiling_log = instance / "serve.log", instance / "ceiling.log"
-    serve = subprocess.Popen(
-        [str(BIN / "arena"), "serve", "--port", str(port), "--workers", str(args.workers),
-         "--threads", str(args.threads)], env=env, cwd=ROOT,
-        stdout=serve_log.open("w"), stderr=subprocess.STDOUT)
+    port, serve, serve_log = serve_demo(label, url, args)
+    against = None
+    if args.against and url is None:
+        against = serve_demo(f"{label} at {args.against}", url, args, exported(args.against))
+    instance = scratch_dir("arena-ceiling-")
+    ceiling_log = instance / "ceiling.log"
     ceiling_url = url or f"sqlite:///{instance / 'ceiling.sqlite3'}"
     ceiling_port = free_port()
     ceiling_env = {**os.environ, "CEILING_DATABASE_URL": ceiling_url}
-    if "ARENA_SWITCH_INTERVAL_MS" in env:  # (--set SWITCH_INTERVAL_MS: every server alike)
-        ceiling_env["ARENA_SWITCH_INTERVAL_MS"] = env["ARENA_SWITCH_INTERVAL_MS"]
+    for key, value in args.set:  # (--set SWITCH_INTERVAL_MS: every server alike)
+        if key == "SWITCH_INTERVAL_MS":
+            ceiling_env["ARENA_SWITCH_INTERVAL_MS"] = value
     # its table made once, before the workers: two workers creating it at once met
     # "database is locked" on SQLite (a read transaction turned writer does not wait)
     subprocess.run([sys.executable, "-c", "import benchmarks.ceiling"], env=ceiling_env,
@@ -300,18 +324,26 @@ def run(label: str, url: str | None, args) -> None:
     try:
         wait_up(f"http://127.0.0.1:{port}/api/v1/health", serve, serve_log)
         wait_up(f"http://127.0.0.1:{ceiling_port}/healthz", ceiling, ceiling_log)
+        if against:
+            wait_up(f"http://127.0.0.1:{against[0]}/api/v1/health", against[1], against[2])
         user = user_class(HtmlVoter if args.html else ApiVoter, args.client)
         bare_user = user_class(CeilingUser, args.client)
         each = args.seconds / args.rounds
         ceiling_host = f"http://127.0.0.1:{ceiling_port}"
         drives = [lambda: drive(user, f"http://127.0.0.1:{port}", args.users, each),
                   lambda: drive(bare_user, ceiling_host, args.users, each)]
+        if against:
+            drives.append(lambda: drive(user, f"http://127.0.0.1:{against[0]}", args.users,
+                                        each))
         if not args.html:  # the protocol floor: the same API flow, its records only
             drives.append(lambda: drive(user, ceiling_host, args.users, each))
-        arena, bare, *floor = alternate(drives, args.rounds)
+        arena, bare, *others = alternate(drives, args.rounds)
     finally:
         stop(serve)
         stop(ceiling)
+        if against:
+            stop(against[1])
+    before, floor = (others[0], others[1:]) if against else (None, others)
     # (each round's turns are equally long: its ratio is of the request counts)
     by_round = [_count(a, "vote") / _count(b, "insert")
                 for a, b in zip(arena, bare, strict=True) if _count(b, "insert")]
@@ -322,8 +354,26 @@ def run(label: str, url: str | None, args) -> None:
     report(label, combined(arena, args.seconds), combined(bare, args.seconds), args, by_round,
            combined(floor[0], args.seconds) if floor else None, floor_by_round,
            [p99s(driven) for driven in arena])
+    if before is not None:
+        report_against(args.against, arena, before, args.seconds)
     if url:
         report_updates(url)
+
+
+def report_against(rev: str, arena: list, before: list, seconds: float) -> None:
+    """The current code's votes/s against revision ``rev``'s, driven by turns."""
+    now, then = combined(arena, seconds), combined(before, seconds)
+    print(f"  revision {rev}, by turns with the rest:")
+    for name in ("session", "read", "vote", "next"):
+        if name in then:
+            _print_row(f"{rev[:7]} {name}", then[name])
+    votes, votes_then = (row.get("vote", {}).get("rps", 0.0) for row in (now, then))
+    print(f"  votes/s {votes:.1f} against {votes_then:.1f} at {rev}: ratio "
+          f"{votes / votes_then if votes_then else float('nan'):.2f}")
+    by_round = [_count(a, "vote") / _count(b, "vote") for a, b in zip(arena, before, strict=True)
+                if _count(b, "vote")]
+    if len(by_round) > 1:
+        print("  ratio by round: " + ", ".join(f"{ratio:.2f}" for ratio in by_round))
 
 
 P99_BY_ROUND = ("vote", "session", "next")  # endpoints whose p99 is printed per round
@@ -345,10 +395,9 @@ def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
            floor: dict | None = None, floor_by_round: list[tuple] = (),
            p99_by_round: list[dict] = ()) -> None:
     flow = "htmx pages" if args.html else "JSON API"
-    gold = "made by the server under load (--cold)" if args.cold else "made ahead"
     print(f"\n{label}: {args.users} voters ({flow}, {args.client} client), {args.workers} "
           f"worker(s) x {args.threads} threads, {args.seconds:.0f} s each in {args.rounds} "
-          f"alternating round(s); gold supply {gold}")
+          f"alternating round(s); gold supply made by arena demo")
     print(f"  {'endpoint':13s} {'req/s':>8s} {'fail':>5s} {'app p50':>8s} {'app p99':>8s} "
           f"{'SQL/req':>7s} {'client p50/p99':>14s} {'writer p99':>10s} {'held p50/p99':>13s}")
     for name, row in sorted({**arena, **bare}.items()):
@@ -426,9 +475,9 @@ def main() -> None:
                         help="threads per process of each server (default: arena serve's "
                              "for the database, 2 on SQLite and 4 on PostgreSQL)")
     parser.add_argument("--html", action="store_true", help="drive the htmx voter pages")
-    parser.add_argument("--cold", action="store_true",
-                        help="skip `arena campaign fill-gold`: the server renders the damaged "
-                             "gold copies while it serves the load")
+    parser.add_argument("--against", metavar="REV",
+                        help="serve git revision REV too (SQLite), driven by turns with the "
+                             "current code")
     parser.add_argument("--only", choices=("sqlite", "postgres"))
     parser.add_argument("--client", choices=tuple(CLIENTS), default="requests",
                         help="the load generator's HTTP client (default: requests)")

@@ -232,10 +232,14 @@ def _totals(before: datetime | None = None) -> dict[int, tuple[int, int]]:
 
 
 def admin_overview() -> dict:
-    """What the operator page lists: campaigns (newest first), models and prompt sets."""
+    """What the operator page lists: campaigns (newest first) with the gold supply of the
+    published ones (:func:`arena.campaigns.gold.supply`), models and prompt sets."""
+    listed = list(db.session.scalars(
+        select(Campaign).order_by(Campaign.created_at.desc(), Campaign.id.desc())))
     return {
-        "campaigns": list(db.session.scalars(
-            select(Campaign).order_by(Campaign.created_at.desc(), Campaign.id.desc()))),
+        "campaigns": listed,
+        "gold_supply": {c.id: gold.supply(c) for c in listed if c.published_at is not None},
+        "gold_filling": {c.id for c in listed if gold.filling(c.id)},
         "models": list(db.session.scalars(select(GenModel).order_by(GenModel.name))),
         "prompt_sets": prompts.set_names(),
         "collisions": presentation.collisions(),

@@ -26,8 +26,10 @@ its two presented sizes relate as any other image's do.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+import threading
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -43,11 +45,11 @@ from arena.errors import Conflict
 from arena.extensions import db
 from arena.infra.database import param, refresh_statistics, retry_on_lock, write_transaction
 from arena.infra.deferred import after_response
-from arena.infra.prepared import run
 from arena.models import Campaign, Comparison, Image, Prompt, campaign_models
 from arena.voting import matchmaking
 
 AUTO_KINDS = {"alignment": "swapped", "preference": "damaged", "coherence": "damaged"}
+log = logging.getLogger(__name__)
 
 
 def wanted(campaign: Campaign, criterion: str) -> int:
@@ -193,6 +195,54 @@ def fill(campaign: Campaign, rng: np.random.Generator | None = None, progress=No
     return made
 
 
+_filling: set[int] = set()  # campaigns whose supply a thread of this process is making
+_filling_lock = threading.Lock()
+
+
+def fill_in_background(campaign_id: int) -> threading.Thread | None:
+    """Start making the published campaign's whole gold supply (:func:`fill`, one copy at
+    a time) in a thread of this process, so that publishing returns at once and no voter's
+    request renders the copies later; None when a thread here is at it already. Progress:
+    :func:`supply`."""
+    app = current_app._get_current_object()
+    with _filling_lock:
+        if campaign_id in _filling:
+            return None
+        _filling.add(campaign_id)
+
+    def work():
+        try:
+            with app.app_context():
+                try:
+                    campaign = db.session.get(Campaign, campaign_id)
+                    if campaign is not None and campaign.published_at is not None:
+                        fill(campaign, threads=1)
+                except Exception:  # (a thread of its own: logged; the operator can run it again)
+                    log.exception("making the gold supply of campaign %s failed", campaign_id)
+                finally:
+                    db.session.remove()
+        finally:
+            with _filling_lock:
+                _filling.discard(campaign_id)
+
+    thread = threading.Thread(target=work, name=f"arena-gold-{campaign_id}", daemon=True)
+    thread.start()
+    return thread
+
+
+def filling(campaign_id: int) -> bool:
+    """Whether a thread of this process is making the campaign's gold supply."""
+    with _filling_lock:
+        return campaign_id in _filling
+
+
+def supply(campaign: Campaign) -> dict[str, tuple[int, int]]:
+    """The campaign's automatic gold pairs per criterion: ``(made, goal)``, the goal being
+    what :func:`fill` makes (:func:`supply_goal`)."""
+    return {criterion: (_auto_gold(campaign.id, criterion), supply_goal(campaign, criterion))
+            for criterion in campaign.criteria_list}
+
+
 def fill_needed(campaign_id: int, criterion: str) -> int:
     """How many gold pairs of ``criterion`` the campaign still lacks (:func:`supply_goal`)."""
     campaign = db.session.get(Campaign, campaign_id)
@@ -251,11 +301,11 @@ def _at_cap(campaign_id: int, criterion: str) -> bool:
 
 def _auto_gold(campaign_id: int, criterion: str) -> int:
     """The campaign's automatic gold pairs of ``criterion`` (of its kind, AUTO_KINDS): run
-    after every gold answer at the cap, so a statement built once and run on the driver (it
-    counts what the transaction has written, not objects added and not yet flushed), a
-    covering search of ix_comparison_campaign_gold that reads only the pairs it counts."""
-    return run(_auto_gold_count(), {"p_campaign": campaign_id, "p_criterion": criterion,
-                                    "p_kind": AUTO_KINDS[criterion]}).scalar()
+    after every gold answer at the cap, so a statement built once, a covering search of
+    ix_comparison_campaign_gold that reads only the pairs it counts."""
+    return db.session.execute(_auto_gold_count(), {
+        "p_campaign": campaign_id, "p_criterion": criterion,
+        "p_kind": AUTO_KINDS[criterion]}).scalar()
 
 
 @cache

@@ -42,9 +42,11 @@ def campaign_create_command(name, prompt_set, models, criteria, images_per_model
 @click.argument("name")
 @with_appcontext
 def campaign_publish_command(name):
-    """Publish NAME: build its comparisons so voters see them."""
-    added = campaigns.publish(campaigns.get_campaign(name))
+    """Publish NAME: build its comparisons so voters see them, then make its gold pairs."""
+    campaign = campaigns.get_campaign(name)
+    added = campaigns.publish(campaign)
     click.echo(f"Published {name!r}: {added} comparisons added.")
+    fill_gold(campaign)
 
 
 @campaign_group.command("add-model")
@@ -80,10 +82,14 @@ def campaign_gold_command(name, criterion, correct, wrong, prompt_id):
               help="Copies rendered at a time (default: one per CPU).")
 @with_appcontext
 def campaign_fill_gold_command(name, threads):
-    """Make now every gold pair the published campaign NAME will want (damaged copies are
-    otherwise rendered by the server as voters need them, a quarter of a second of CPU
-    each)."""
-    campaign = campaigns.get_campaign(name)
+    """Make now every gold pair the published campaign NAME still lacks (publishing makes
+    them; this finishes a supply that was interrupted)."""
+    fill_gold(campaigns.get_campaign(name), threads)
+
+
+def fill_gold(campaign, threads: int | None = None) -> None:
+    """The campaign's whole gold supply made now, with a progress bar (a damaged copy
+    takes about a quarter of a second of CPU, and a fresh campaign wants hundreds)."""
     total = sum(gold.fill_needed(campaign.id, c) for c in campaign.criteria_list)
     with click.progressbar(length=total, label="Making gold pairs") as bar:
         made = gold.fill(campaign, progress=bar.update, threads=threads)

@@ -40,6 +40,10 @@ def demo_command(n_prompts, n_images, n_votes):
     with click.progressbar(length=total, label="Drawing demo images") as bar:
         counts = demo.load_demo(n_prompts, n_images, progress=lambda _step, n: bar.update(n))
     click.echo(", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items()))
+    from arena.campaigns import campaigns
+    from arena.cli.campaigns import fill_gold
+
+    fill_gold(campaigns.get_campaign(demo.DEMO_CAMPAIGN))
     if n_votes:
         with click.progressbar(length=n_votes, label="Simulating crowd votes") as bar:
             cast = demo.simulate_votes(n_votes, np.random.default_rng(2026), progress=bar.update)

@@ -20,20 +20,17 @@ from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import TypeVar
 
-from flask import current_app
 from sqlalchemy import Integer, String, bindparam, case, event, literal_column, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InvalidatePoolError, OperationalError, ProgrammingError
 
 from arena.errors import NotFound, Unavailable
 from arena.extensions import db
-from arena.infra.prepared import driver_sql, run
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 _SQLITE_BEGIN = "arena_sqlite_begin"
 _BEGIN = {"DEFERRED": "BEGIN DEFERRED", "IMMEDIATE": "BEGIN IMMEDIATE"}
-_CHANGES = "arena_sqlite_changes"  # the connection's total_changes when its transaction began
 
 
 @event.listens_for(Engine, "connect")
@@ -70,9 +67,8 @@ def _owner_only(cursor) -> None:
 def _sqlite_on_begin(conn):
     if conn.dialect.name != "sqlite":
         return
-    mode = conn.get_execution_options().get(_SQLITE_BEGIN, "DEFERRED")
-    driver_sql(conn, _BEGIN[mode])
-    conn.info[_CHANGES] = conn.connection.dbapi_connection.total_changes
+    # SQLAlchemy's documented recipe for pysqlite: the driver's own BEGIN handling is off
+    conn.exec_driver_sql(_BEGIN[conn.get_execution_options().get(_SQLITE_BEGIN, "DEFERRED")])
 
 
 # A pooled PostgreSQL connection is pinged at check-out only when it has lain idle in the
@@ -83,7 +79,7 @@ def _sqlite_on_begin(conn):
 # long as the restart took, so it is pinged, found dead and replaced (the whole pool with it)
 # before the request sees it. A connection lost within a second of its last use (its
 # backend killed, a restart faster than that) fails the one request that meets it, with a
-# 503 that asks to retry, and is dropped (arena.infra.prepared).
+# 503 that asks to retry, and is dropped.
 PING_AFTER_IDLE_S = 1.0
 _IDLE_SINCE = "arena_idle_since"
 
@@ -191,119 +187,34 @@ writer_wait: ContextVar[list | None] = ContextVar("arena_writer_wait", default=N
 
 
 @contextmanager
-def write_transaction(after_reads: bool = False, keep_loaded: bool = False):
+def write_transaction():
     """Open a write transaction on ``db.session``: immediate on SQLite (one writer thread per
-    process at a time), plain on PostgreSQL.
-
-    Commits on success, rolls back on any exception. Starts a fresh transaction, except on
-    PostgreSQL with ``after_reads``, which says the open transaction has only read (see
-    :func:`end_reads`): the writes go on in it. With ``keep_loaded`` the objects the session
-    has loaded keep the values they were read with through the commits (for a caller that
-    has read everything it shows and only records something: nothing is read again).
-    """
+    process at a time), plain on PostgreSQL. Whatever the session had open (reads) is
+    committed first. Commits on success, rolls back on any exception."""
     session = db.session()
-    session.info.pop(KEPT_READS, None)
     sqlite = db.engine.dialect.name == "sqlite"
-    expire = session.expire_on_commit
-    session.expire_on_commit = expire and not keep_loaded
-    try:
-        restart = sqlite and after_reads and _reads_only(session)
-        if session.in_transaction() and (sqlite or not after_reads) and not restart:
+    if session.in_transaction():
+        session.commit()
+    waits = writer_wait.get() if sqlite else None
+    asked = time.perf_counter() if waits is not None else 0.0
+    holding = 0.0
+    with sqlite_writer if sqlite else nullcontext():
+        try:
+            # (a BEGIN that failed, the lock not had in time, leaves the session clean for
+            # retry_on_lock's next attempt)
+            if sqlite:
+                session.connection(execution_options={_SQLITE_BEGIN: "IMMEDIATE"})
+            if waits is not None:
+                holding = time.perf_counter()
+                waits[0] += (holding - asked) * 1000
+            yield session
             session.commit()
-        waits = writer_wait.get() if sqlite else None
-        asked = time.perf_counter() if waits is not None else 0.0
-        holding = 0.0
-        with sqlite_writer if sqlite else nullcontext():
-            try:
-                # (a BEGIN that failed, the lock not had in time, leaves the session clean
-                # for retry_on_lock's next attempt)
-                if restart:
-                    _restart_as_writer(session, keep_loaded)
-                elif sqlite:
-                    session.connection(execution_options={_SQLITE_BEGIN: "IMMEDIATE"})
-                if waits is not None:
-                    holding = time.perf_counter()
-                    waits[0] += (holding - asked) * 1000
-                yield session
-                session.commit()
-            except BaseException:
-                session.rollback()
-                raise
-            finally:
-                if waits is not None and holding:
-                    waits[1] += (time.perf_counter() - holding) * 1000
-    finally:
-        session.expire_on_commit = expire
-
-
-def expire_as_committed(partly, columns: tuple[str, ...]) -> None:
-    """After ``write_transaction(keep_loaded=True)``: expire what its commit would have
-    expired, every loaded object, except that of ``partly`` only ``columns`` (those the
-    transaction wrote) are read again when next asked for."""
-    session = db.session()
-    for held in list(session.identity_map.values()):
-        if held is partly:
-            session.expire(held, columns)
-        else:
-            session.expire(held)
-
-
-def end_reads() -> None:
-    """End a request's reads before its write transaction (``write_transaction(
-    after_reads=True)``). On SQLite the reads are rolled back: the write must begin afresh
-    with BEGIN IMMEDIATE, because a read transaction that turns into a writer can fail with
-    "database is locked" where a fresh one queues. On PostgreSQL the transaction goes on into
-    the writes: under READ COMMITTED every statement sees what is committed, and the rows
-    written are locked as they are written, so the only difference is two round trips
-    saved (a ROLLBACK and a BEGIN, of about eight per vote)."""
-    db.session.info.pop(KEPT_READS, None)
-    if db.engine.dialect.name == "sqlite" and not _reads_only(db.session()):
-        db.session.rollback()
-
-
-# Rows a request's reads kept for a later step of the same reads (a task route's task, read
-# with its voter: arena.voting.tasks.voter_and_task), in ``db.session.info``: forgotten when
-# the reads end (end_reads, a write transaction begun), so that nothing decided under a
-# write's locks rests on a row read before them.
-KEPT_READS = "arena_kept_reads"
-
-
-# On SQLite a write transaction after reads used to give the connection back to the pool and
-# take it again to BEGIN IMMEDIATE: SQLAlchemy's rollback, pool check-in (another rollback),
-# check-out and begin were 30% of a vote request's server time (py-spy on
-# benchmarks/request_cost.py). When the reads wrote nothing, the same connection ends them
-# and begins the write itself: ROLLBACK and BEGIN IMMEDIATE on the driver, SQLAlchemy's
-# transaction (and the session's) going on around them; the commit at the end is the same.
-_ROLLBACK, _BEGIN_IMMEDIATE = text("ROLLBACK"), text("BEGIN IMMEDIATE")
-
-
-def _reads_only(session) -> bool:
-    """True when ``session`` is in a transaction on SQLite that has read and written nothing
-    (no pending ORM change, no row changed on its connection since it began), and the
-    driver's shortcuts are on (``PREPARED_STATEMENTS``)."""
-    if not session.in_transaction() or not current_app.config["PREPARED_STATEMENTS"]:
-        return False
-    if session.new or session.deleted or session.dirty:
-        return False
-    connection = session.connection()
-    begun = connection.info.get(_CHANGES)
-    return begun is not None and connection.connection.dbapi_connection.total_changes == begun
-
-
-def _restart_as_writer(session, keep_loaded: bool) -> None:
-    """End the read transaction of ``session`` and begin an immediate one on its connection
-    (see :func:`_reads_only`). Loaded objects expire as a commit would expire them, unless
-    ``keep_loaded``. On failure (the lock not had within the busy timeout) the session is
-    rolled back and the error raised, as SQLAlchemy wraps it."""
-    try:
-        if session.connection().connection.dbapi_connection.in_transaction:
-            run(_ROLLBACK)
-        run(_BEGIN_IMMEDIATE)
-    except BaseException:
-        session.rollback()
-        raise
-    if not keep_loaded:
-        session.expire_all()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            if waits is not None and holding:
+                waits[1] += (time.perf_counter() - holding) * 1000
 
 
 def retry_on_lock(fn: Callable[[], T], attempts: int = 5) -> T:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Collection
-from datetime import datetime
 from functools import cache, partial
 from typing import NamedTuple, TypeVar
 
@@ -39,8 +38,7 @@ from sqlalchemy.orm import joinedload
 from arena.config import CRITERIA, check_criterion
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
-from arena.infra.database import end_reads, fixed, param, retry_on_lock, write_transaction
-from arena.infra.prepared import run, run_many
+from arena.infra.database import fixed, param, retry_on_lock, write_transaction
 from arena.models import Comparison, Image, Task, Voter, VotingSession, utcnow
 from arena.voting.shown import ShownSession, shown_from_rows, shown_query
 from arena.voting.shown import session as shown_session
@@ -214,7 +212,7 @@ def _draw(query, voter_id: int, count: int, rng: np.random.Generator, pool: int,
         # one of them up to this level, and it is not taken twice; and a run's worth more,
         # for rows passed over for their prompt)
         limit = wanted + len(chosen) + (SAMPLE_RUN if prompts is not None else 0)
-        picked = run(query(limit), {
+        picked = db.session.execute(query(limit), {
             "p_voter": voter_id, "p_pool": pool, "p_floor": floor,
             "p_start": int(rng.integers(0, _KEYS)),
             "p_start2": int(rng.integers(0, _KEYS))}).all()
@@ -247,7 +245,7 @@ def pick_validation(voter_id: int, criterion: str, rng, pool: int = 0):
     ``PICKED`` and the prompts its images were made for (``image_a_id_prompt``,
     ``image_b_id_prompt``). One statement, one row back; the work is bounded however large
     the supply (swapped pairs come to a fifth of the ordinary ones)."""
-    return run(_validation_query(criterion), {
+    return db.session.execute(_validation_query(criterion), {
         "p_voter": voter_id, "p_pool": pool, "p_start": int(rng.integers(0, _KEYS)),
         "p_start2": int(rng.integers(0, _KEYS))}).first()
 
@@ -296,7 +294,7 @@ def gold_check(voter_id: int, criterion: str, pool: int = 0,
     Both sides are read as the picks read them: the window of ``GOLD_SAMPLE`` at the lowest
     level from one random point (:func:`window`), the whole level when it holds fewer."""
     rng = rng if rng is not None else np.random.default_rng()
-    row = run(_gold_check_query(criterion), {"p_voter": voter_id, "p_pool": pool,
+    row = db.session.execute(_gold_check_query(criterion), {"p_voter": voter_id, "p_pool": pool,
                                             "p_start": int(rng.integers(0, _KEYS))}).first()
     if not row.pairs or row.campaign_id is None:  # (none left; or pairs of no campaign)
         return None
@@ -337,7 +335,7 @@ def _gold_check_query(criterion: str):
 def _criteria_state(voter_id: int, pool: int) -> tuple[list[str], str | None]:
     """The criteria with work left for this voter, and the criterion of their last session,
     in one statement (an EXISTS per criterion walks ix_comparison_queue)."""
-    row = run(_criteria_query(), {"p_voter": voter_id, "p_pool": pool}).first()
+    row = db.session.execute(_criteria_query(), {"p_voter": voter_id, "p_pool": pool}).first()
     return [c for c in CRITERIA if getattr(row, c)], row.last
 
 
@@ -396,26 +394,12 @@ def issue_shown_session(voter: Voter, rng: np.random.Generator,
         made or shown_session(session_id)))[2]
 
 
-def issue_session_then(voter: Voter, rng: np.random.Generator, criterion: str | None,
-                       then: Callable[[int, ShownSession | None], T],
-                       first_shown_at: datetime) -> T:
-    """Issue a session (:func:`_issue_session`), its first task shown from
-    ``first_shown_at``, and return ``then(session_id, made)``, called in the session's
-    write transaction before its commit, ``made`` the session as its write returned it
-    (PostgreSQL) or None (a page that shows the session's first card reads it there:
-    :func:`arena.voting.tasks.issue_with_card`)."""
-    return _issue_session(voter, rng, criterion, 1, read_back=then,
-                          shown_at=first_shown_at)[2]
-
-
-
 def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None,
                    shown: int, read_back: Callable[[int, ShownSession | None], object]
-                   | None = None, shown_at: datetime | None = None) -> tuple:
+                   | None = None) -> tuple:
     """Issue a session of up to ``TASKS_PER_SESSION`` tasks of one criterion and commit it.
-    Its first ``shown`` tasks (``EVERY``: all) count as on the voter's screen from
-    ``shown_at`` (else now): an API client gets them all at once (see
-    arena.voting.tasks.present), a page shows the first.
+    Its first ``shown`` tasks (``EVERY``: all) count as on the voter's screen from now: an
+    API client gets them all at once (see arena.voting.tasks.present), a page the first.
 
     One task may be a hidden validation pair (with probability ``VALIDATION_RATE``) at a random
     position; left/right order is random per task. The comparisons are chosen before the
@@ -442,7 +426,7 @@ def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None
     for attempt in range(ISSUE_ATTEMPTS):
         items = _pick_items(voter_id, criterion, with_gold, rng, pool)
         issue = partial(_issue, voter_id, criterion, items, rng, shown,
-                        (shown_at or utcnow()) if shown else None, read_back)
+                        utcnow() if shown else None, read_back)
         try:
             return retry_on_lock(issue)
         except IntegrityError:
@@ -471,19 +455,19 @@ def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
               "p_criterion": criterion, "p_now": utcnow(), "p_shown_at": shown_at,
               "p_ids": [c.id for c in items]}
     made = None
-    with write_transaction(after_reads=True):
+    with write_transaction():
         if db.session.get_bind().dialect.name == "postgresql":
             (combined,) = _issue_statements(combined=True, count=len(items))
             values.update(p_positions=list(range(len(items))),
                           p_lefts=[left for left, _ in sides],
                           p_rights=[right for _, right in sides], p_shown=shown)
-            made = shown_from_rows(run(combined, values).all())
+            made = shown_from_rows(db.session.execute(combined, values).all())
             session_id = made.id
         else:
             insert_session, count_issued, insert_tasks = _issue_statements(combined=False)
-            session_id = run(insert_session, values).lastrowid
-            run_many(count_issued, [{"p_id": comparison.id} for comparison in items])
-            run_many(insert_tasks, [
+            session_id = db.session.execute(insert_session, values).lastrowid
+            db.session.execute(count_issued, [{"p_id": comparison.id} for comparison in items])
+            db.session.execute(insert_tasks, [
                 {**values, "p_session": session_id, "p_comparison": comparison.id,
                  "p_position": position, "p_left": left, "p_right": right,
                  "p_shown_at": shown_at if position < shown else None}
@@ -501,7 +485,7 @@ def _issue_statements(*, combined: bool, count: int = 0) -> tuple:
     same rows either way. Parameters: p_public_id, p_voter, p_criterion, p_now and
     p_shown_at; otherwise (SQLite) the count per comparison (p_id) and per task p_session,
     p_comparison, p_position, p_left, p_right and p_shown_at, each run as one
-    ``executemany`` (:func:`arena.infra.prepared.run_many`); with ``combined`` the arrays
+    ``executemany``; with ``combined`` the arrays
     p_ids (the comparisons in order), p_positions, p_lefts and p_rights of ``count``
     items, and p_shown (the tasks at a lower position are shown from p_shown_at, the others
     not yet). (The count written into it lets PostgreSQL keep one plan for it: planning
@@ -578,5 +562,4 @@ def _pick_items(voter_id: int, criterion: str, with_gold: bool,
         raise NoTasksAvailable(f"no {criterion} comparisons left for this voter")
     if validation is not None:
         items.insert(int(rng.integers(len(items) + 1)), validation)
-    end_reads()  # (on SQLite the write transaction starts afresh)
     return items

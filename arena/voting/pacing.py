@@ -24,7 +24,6 @@ from sqlalchemy import case, func, literal_column, or_, select, update
 
 from arena.extensions import db
 from arena.infra.database import param
-from arena.infra.prepared import run
 from arena.models import Voter
 
 _VOTER = Voter.__table__.c
@@ -73,23 +72,25 @@ def take_turn(voter_id: int, now: datetime, floor_ms: int, also: tuple = (), the
               "p_earliest": now - timedelta(milliseconds=max(floor_ms, 0)), **params}
     rows = None
     if returning:
-        row = run(paced, values).first()
+        row = db.session.execute(paced, values).first()
         if row is not None:
             return True, row
         values.pop("p_earliest")  # (no row: the turn came too soon)
-        return False, run(fallback, values).first()
+        return False, db.session.execute(fallback, values).first()
     if then is None:
-        ok = bool(run(paced, values).rowcount)
+        ok = bool(db.session.execute(paced, values).rowcount)
     elif db.session.get_bind().dialect.name == "postgresql":
-        rows = run(_turn_then(also, then), {**values, **(then_params or {})}).all()
+        rows = db.session.execute(_turn_then(also, then),
+                                  {**values, **(then_params or {})}).all()
         # (no row read: whether the turn was taken shows in the time it recorded)
-        ok = bool(rows[0].arena_paced if rows else run(_recorded_at(), values).scalar())
+        ok = bool(rows[0].arena_paced if rows
+                  else db.session.execute(_recorded_at(), values).scalar())
     else:
-        ok = bool(run(paced, values).rowcount)
-        rows = run(then, then_params or {}).all()
+        ok = bool(db.session.execute(paced, values).rowcount)
+        rows = db.session.execute(then, then_params or {}).all()
     if not ok:
         values.pop("p_earliest")
-        run(fallback, values)
+        db.session.execute(fallback, values)
     return ok if then is None else (ok, rows)
 
 
@@ -117,6 +118,6 @@ def try_turn(voter_id: int, now: datetime, floor_ms: int) -> bool:
     """In the caller's write transaction: record an action at ``now`` only if ``floor_ms``
     passed since the previous one (a caption may be confirmed only then)."""
     paced, _ = _turn()
-    return bool(run(paced, {
+    return bool(db.session.execute(paced, {
         "p_voter": voter_id, "p_now": now,
         "p_earliest": now - timedelta(milliseconds=floor_ms)}).rowcount)

@@ -1,10 +1,8 @@
 """What a voter is shown of a session: its tasks in order, each with its caption and the
 sizes of its two images, read in one statement as plain values.
 
-The card of every htmx vote and the JSON API's new session are built from this. Loaded as
-ORM objects (the session, its tasks, their comparisons, captions and images, joined) the
-same statement cost 250 µs per card in SQLAlchemy's row handling; as rows through
-:func:`arena.infra.prepared.run`, 30 µs (benchmarks/request_cost.py, one process).
+The card of every htmx vote and the JSON API's new session are built from this, as Core
+rows rather than ORM objects (a card's ORM row handling cost several times the statement).
 Whatever the voter may see of a task is decided from these values by
 :mod:`arena.web.presenters`, for the pages and the API alike.
 """
@@ -18,8 +16,8 @@ from typing import NamedTuple
 
 from sqlalchemy import and_, case, select, true
 
+from arena.extensions import db
 from arena.infra.database import param
-from arena.infra.prepared import run
 from arena.models import Comparison, Image, Prompt, Task, VotingSession
 
 
@@ -61,12 +59,12 @@ class ShownSession:
 def session(key: int | str) -> ShownSession | None:
     """The session whose id (``key`` an int) or public id (a str) is ``key``, or None."""
     by = "id" if isinstance(key, int) else "public_id"
-    return shown_from_rows(run(_query(by), {"p_key": key}).all())
+    return shown_from_rows(db.session.execute(_query(by), {"p_key": key}).all())
 
 
 def session_of_task(task_id: int) -> ShownSession | None:
     """The session task ``task_id`` belongs to, or None."""
-    return shown_from_rows(run(_query("task"), {"p_key": task_id}).all())
+    return shown_from_rows(db.session.execute(_query("task"), {"p_key": task_id}).all())
 
 
 def shown_from_rows(rows: list) -> ShownSession | None:

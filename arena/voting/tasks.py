@@ -18,20 +18,13 @@ from datetime import datetime, timedelta
 from functools import cache
 
 from flask import current_app
-from sqlalchemy import select, true, update
+from sqlalchemy import select, update
 
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
-from arena.infra.database import (
-    KEPT_READS,
-    expire_as_committed,
-    param,
-    retry_on_lock,
-    write_transaction,
-)
-from arena.infra.prepared import run
+from arena.infra.database import param, retry_on_lock, write_transaction
 from arena.models import Comparison, Image, Prompt, Task, Voter, VotingSession, utcnow
-from arena.voting import matchmaking, pacing, shown, voters
+from arena.voting import matchmaking, pacing, shown
 from arena.voting.shown import ShownSession, ShownTask
 
 
@@ -56,18 +49,13 @@ def owned_task(voter: Voter, task_id: int):
     (:data:`OwnedTask`): the task, its session's public id, its comparison's criterion,
     validation answer and id, both images' models, and its caption
     (:func:`arena.voting.shown.caption_column`). What every task route (a vote, a caption
-    confirmed, a skip, a report) checks before it acts. The row :func:`voter_and_task` read
-    with the voter in this request's reads, when there is one; else one statement.
+    confirmed, a skip, a report) checks before it acts.
 
     Raises
     ------
     TaskNotFound, NotYourTask
     """
-    kept = db.session.info.get(KEPT_READS, {}).pop(task_id, None)
-    if kept is not None and kept[0] is db.session().get_transaction():
-        task = kept[1]
-    else:
-        task = run(_owned_query(), {"p_task": task_id}).first()
+    task = db.session.execute(_owned_query(), {"p_task": task_id}).first()
     if task is None:
         raise TaskNotFound(f"no task {task_id}")
     if task.voter_id != voter.id:
@@ -75,43 +63,11 @@ def owned_task(voter: Voter, task_id: int):
     return task
 
 
-def voter_and_task(kind: str, credential: str | None, task_id: int) -> Voter | None:
-    """The voter holding ``credential`` (``kind`` "token": an API token; "public": the
-    public id in the page's signed cookie), as :func:`arena.voting.voters.voter_by_token`
-    and :func:`~arena.voting.voters.voter_by_public_id` give it, with task ``task_id``'s row
-    read in the same statement and kept for :func:`owned_task` until the request's reads
-    end (:data:`arena.infra.database.KEPT_READS`): a task route's two reads in one round
-    trip, whether the rate limiter (arena.web.limits) or the route asks first. None when
-    nobody holds the credential."""
-    key = voters.key_of(kind, credential)
-    if key is None:
-        return None
-    voter = voters.known(kind, key)
-    if voter is not None:  # (looked up already in this request)
-        return voter
-    row = run(_voter_and_task_query(kind), {"p_key": key, "p_task": task_id}).first()
-    if row is None:
-        return voters.remember(kind, key, None)
-    split = len(_VOTER_FIELDS)
-    voter = voters.remember(kind, key, dict(zip(_VOTER_FIELDS, row[:split], strict=True)))
-    task = OwnedTask(*row[split:])  # (a column too many or too few raises)
-    # task id -> (the transaction that read it, its row or None: no such task)
-    db.session.info.setdefault(KEPT_READS, {})[task_id] = (
-        db.session().get_transaction(), None if task.id is None else task)
-    return voter
-
-
-def api_voter(token: str | None, task_id: int) -> Voter:
-    """:func:`voter_and_task` for the JSON API: Unauthorized for an unknown token."""
-    return voters.required(voter_and_task("token", token, task_id))
-
-
 OwnedTask = namedtuple("OwnedTask", [
     "id", "voter_id", "session_id", "session_public_id", "left_image_id", "right_image_id",
     "issued_at", "shown_at", "read_confirmed_at", "answered_at", "skipped_at",
     "comparison_id", "criterion", "is_validation", "correct_image_id", "left_model_id",
     "right_model_id", "caption"])
-_VOTER_FIELDS = tuple(column.name for column in Voter.__table__.c)
 
 
 @cache
@@ -135,17 +91,6 @@ def _owned_query():
                          .join(right, right.c.id == task.right_image_id)
                          .outerjoin(Prompt.__table__, prompt.id == comparison.prompt_id))
             .where(task.id == param("p_task", task.id)))
-
-
-@cache
-def _voter_and_task_query(kind: str):
-    """The voter's row (:func:`arena.voting.voters.voter_query`) and the task's
-    (:func:`_owned_query`, all NULL when there is no such task) side by side."""
-    owned = _owned_query().subquery("owned")
-    voter = voters.voter_query(kind).subquery("voter")
-    assert tuple(c.name for c in voter.c) == _VOTER_FIELDS
-    return (select(*voter.c, *(c.label(f"task_{c.name}") for c in owned.c))
-            .select_from(voter.outerjoin(owned, true())))
 
 
 def for_display(task_id: int) -> tuple[ShownSession, ShownTask]:
@@ -194,52 +139,12 @@ def card(voter: Voter | None, session: int | str, *, present: bool = True,
         now = now or utcnow()
 
         def write():
-            with write_transaction(after_reads=True, keep_loaded=True):
+            with write_transaction():
                 _mark_shown(task.id, now)
 
         retry_on_lock(write)
         task = replace(task, shown_at=now)
     return _card(loaded, task)
-
-
-def card_in_transaction(voter_id: int, session_id: int, now: datetime) -> Card:
-    """Session ``session_id`` of voter ``voter_id`` as :func:`card` gives it with
-    ``present``, inside the caller's write transaction (a vote's, whose page shows the next
-    card): the same two statements, without a transaction of their own.
-
-    Raises
-    ------
-    NotYourSession
-        (the caller found the session through a task of the voter's; checked all the same)
-    """
-    loaded = shown.session(session_id)
-    if loaded is None or loaded.voter_id != voter_id:
-        raise matchmaking.NotYourSession("this session belongs to another voter")
-    task = _open_task(loaded)
-    if task is not None and task.shown_at is None:
-        _mark_shown(task.id, now)
-        task = replace(task, shown_at=now)
-    return _card(loaded, task)
-
-
-def issue_with_card(voter: Voter, rng, criterion: str | None = None,
-                    now: datetime | None = None) -> Card:
-    """Issue a new session to ``voter`` (:func:`arena.voting.matchmaking.issue_session_then`)
-    and return its first card, that task shown from ``now``, read in the session's own write
-    transaction: the page that asked for the session shows it in place of the last one's end,
-    with no redirect and no read of its own.
-
-    Raises
-    ------
-    Invalid, NoTasksAvailable
-        As :func:`arena.voting.matchmaking.issue_session` does.
-    """
-    voter_id, now = voter.id, now or utcnow()
-    # (its first task written as shown from now; on PostgreSQL the write returns the
-    # session, elsewhere it is read in the write transaction)
-    return matchmaking.issue_session_then(voter, rng, criterion, lambda session_id, made: (
-        _card(made, made.tasks[0]) if made is not None
-        else card_in_transaction(voter_id, session_id, now)), first_shown_at=now)
 
 
 def _open_task(loaded: ShownSession) -> ShownTask | None:
@@ -248,7 +153,7 @@ def _open_task(loaded: ShownSession) -> ShownTask | None:
 
 
 def _mark_shown(task_id: int, now: datetime) -> None:
-    run(_first_time_statement("shown_at"), {"p_task": task_id, "p_now": now})
+    db.session.execute(_first_time_statement("shown_at"), {"p_task": task_id, "p_now": now})
 
 
 def _card(loaded: ShownSession, task: ShownTask | None) -> Card:
@@ -302,16 +207,7 @@ def present(tasks: list[Task], now: datetime | None = None) -> None:
 def confirm_read(voter: Voter, task_id: int, now: datetime | None = None):
     """Record that ``voter`` confirmed reading the caption of task ``task_id``. Commits.
     Confirming twice changes nothing. Returns the task's row as :func:`owned_task` read it
-    (before the confirmation). Raises as :func:`confirm_read_with_card`."""
-    return confirm_read_with_card(voter, task_id, now, with_card=False)[0]
-
-
-def confirm_read_with_card(voter: Voter, task_id: int, now: datetime | None = None, *,
-                           with_card: bool = True) -> tuple:
-    """:func:`confirm_read`, and with ``with_card`` the session's card after it, read in the
-    confirmation's write transaction (the page shows it next; :func:`card_in_transaction`).
-    Returns the task's row and the card, None when nothing was written (confirmed before)
-    or not asked for.
+    (before the confirmation).
 
     Raises
     ------
@@ -324,7 +220,7 @@ def confirm_read_with_card(voter: Voter, task_id: int, now: datetime | None = No
     """
     task = owned_task(voter, task_id)
     if task.read_confirmed_at is not None:
-        return task, None
+        return task
     caption = task.caption
     if caption is None:
         raise Conflict("this task has no caption to confirm")
@@ -338,18 +234,17 @@ def confirm_read_with_card(voter: Voter, task_id: int, now: datetime | None = No
     ready = start + timedelta(milliseconds=reveal)
     if now < ready:
         raise _still_revealing(math.ceil((ready - now).total_seconds() * 1000))
-    task_id, voter_id, session_id = task.id, voter.id, task.session_id
+    task_id, voter_id = task.id, voter.id
 
     def write():
-        with write_transaction(after_reads=True, keep_loaded=True):
+        with write_transaction():
             if not pacing.try_turn(voter_id, now, reveal):  # another action raced this one
                 raise _still_revealing(reveal)
-            run(_first_time_statement("read_confirmed_at"), {"p_task": task_id, "p_now": now})
-            return card_in_transaction(voter_id, session_id, now) if with_card else None
+            db.session.execute(_first_time_statement("read_confirmed_at"),
+                               {"p_task": task_id, "p_now": now})
 
-    after = retry_on_lock(write)
-    expire_as_committed(voter, ("last_action_at",))  # (the card after it reads the rest)
-    return task, after
+    retry_on_lock(write)
+    return task
 
 
 def skip(voter: Voter, task_id: int, now: datetime | None = None):

@@ -9,12 +9,10 @@ from functools import cache
 from importlib import resources
 
 from sqlalchemy import select
-from sqlalchemy.orm import configure_mappers, make_transient_to_detached
 
 from arena.errors import Forbidden, Invalid, Unauthorized
 from arena.extensions import db
 from arena.infra.database import param
-from arena.infra.prepared import run
 from arena.infra.secrets import hash_token, new_token
 from arena.models import Voter
 
@@ -124,16 +122,16 @@ def update_demographics(voter: Voter, demographics: dict | None) -> None:
 
 
 def voter_by_token(token: str | None) -> Voter | None:
-    return _remembered("token", key_of("token", token))
+    return _voter_by_key("token", key_of("token", token))
 
 
 def voter_by_public_id(public_id: str | None) -> Voter | None:
-    return _remembered("public", key_of("public", public_id))
+    return _voter_by_key("public", key_of("public", public_id))
 
 
 def voter_by(kind: str, credential: str | None) -> Voter | None:
     """:func:`voter_by_token` (``kind`` "token") or :func:`voter_by_public_id` ("public")."""
-    return _remembered(kind, key_of(kind, credential))
+    return _voter_by_key(kind, key_of(kind, credential))
 
 
 def key_of(kind: str, credential: str | None) -> str | None:
@@ -144,70 +142,17 @@ def key_of(kind: str, credential: str | None) -> str | None:
     return hash_token(credential) if kind == "token" else credential
 
 
-def _remembered(kind: str, key: str | None) -> Voter | None:
-    """The voter whose token hash (``kind`` "token") or public id ("public") is ``key``,
-    looked up once per database session (one request): whoever asks again in the request
-    gets the same voter (a task route reads it with its task:
-    :func:`arena.voting.tasks.voter_and_task`)."""
+def _voter_by_key(kind: str, key: str | None) -> Voter | None:
+    """The voter whose token hash (``kind`` "token") or public id ("public") is ``key``."""
     if key is None:
         return None
-    return known(kind, key) or remember(
-        kind, key, _values(run(voter_query(kind), {"p_key": key}).first()))
-
-
-def known(kind: str, key: str) -> Voter | None:
-    """The voter of ``kind`` and ``key`` if found in this database session and still there,
-    else None (one not found may have been created since, one deleted is looked for
-    again)."""
-    voter = db.session.info.get(_KNOWN, {}).get((kind, key))
-    return voter if voter is not None and voter in db.session else None
-
-
-def remember(kind: str, key: str, values: dict | None) -> Voter | None:
-    """Keep the voter read elsewhere (``values``: every column by name; None: nobody holds
-    the key) as this request's voter of ``kind`` and ``key``, and return it."""
-    voter = db.session.info.setdefault(_KNOWN, {})[kind, key] = _loaded(values)
-    return voter
-
-
-_KNOWN = "arena_voters"
-
-
-def _values(row) -> dict | None:
-    return None if row is None else row._asdict()
-
-
-def _loaded(values: dict | None) -> Voter | None:
-    """The voter of ``values`` (all its columns by name) as the session's object, as a query
-    for the entity would give it: the one the session holds already, else one made from the
-    row and added as loaded (SQLAlchemy's way for objects read elsewhere:
-    ``make_transient_to_detached``). Every request looks its voter up first: through the
-    ORM's query the lookup cost about twice the Core row's."""
-    if values is None:
-        return None
-    session = db.session()
-    held = session.identity_map.get(_VOTER.identity_key_from_primary_key((values["id"],)))
-    if held is not None:
-        return held
-    configure_mappers()  # (at once when done; a process's first voter may come first)
-    voter = _VOTER.class_manager.new_instance()
-    # the values straight into the instance's dict: make_transient_to_detached takes what is
-    # there as loaded, history reset (setting each through the attribute was 30% of this);
-    # every column is named as its attribute (tests/unit/test_voters.py holds it so)
-    voter.__dict__.update(values)
-    make_transient_to_detached(voter)
-    session.add(voter)
-    return voter
-
-
-_VOTER = Voter.__mapper__
+    return db.session.scalar(voter_query(kind), {"p_key": key})
 
 
 @cache
 def voter_query(kind: str):
-    table = Voter.__table__.c
-    column = table.token_hash if kind == "token" else table.public_id
-    return select(*table).where(column == param("p_key", column))
+    column = Voter.token_hash if kind == "token" else Voter.public_id
+    return select(Voter).where(column == param("p_key", column))
 
 
 def identify_by_cookie(public_id: str | None, demographics: dict | None = None) -> Voter:

@@ -21,16 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from arena.config import CRITERIA
 from arena.errors import Conflict, Invalid
 from arena.extensions import db
-from arena.infra.database import (
-    at_least,
-    at_most,
-    end_reads,
-    expire_as_committed,
-    param,
-    retry_on_lock,
-    write_transaction,
-)
-from arena.infra.prepared import run
+from arena.infra.database import at_least, at_most, param, retry_on_lock, write_transaction
 from arena.models import (
     QUEUE_LEVELS,
     Comparison,
@@ -44,14 +35,7 @@ from arena.models import (
 from arena.ranking.elo import EloParams, elo_update
 from arena.voting import flags as vote_flags
 from arena.voting import matchmaking, pacing
-from arena.voting.tasks import (
-    Card,
-    NotYourTask,
-    ReadNotConfirmed,
-    TaskNotFound,
-    card_in_transaction,
-    owned_task,
-)
+from arena.voting.tasks import NotYourTask, ReadNotConfirmed, TaskNotFound, owned_task
 
 __all__ = ["InvalidVote", "NotYourTask", "TaskNotFound", "VoteResult", "cast_vote",
            "ensure_ratings", "replay"]
@@ -71,9 +55,6 @@ class VoteResult:
     session_id: str  # public id of the task's session, for the next card
     duplicate: bool = False
     validation_failed: bool = False
-    # with cast_vote's next_card: the session's card after this vote, its open task shown
-    # from the vote's time (arena.voting.tasks.card_in_transaction); None for a duplicate
-    card: Card | None = None
 
 
 @dataclass(frozen=True)
@@ -139,14 +120,10 @@ def _validate_payload(choice, response_ms) -> int | None:
 
 
 def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
-              now: datetime | None = None, language: str | None = None,
-              next_card: bool = False) -> VoteResult:
+              now: datetime | None = None, language: str | None = None) -> VoteResult:
     """Record ``voter``'s answer to task ``task_id`` and commit it with its Elo update.
     ``now`` is the server's clock (simulations pass their own; requests never do);
     ``language`` the code of the language the voter's page was in, stored with the vote.
-    With ``next_card`` the session's next card is read, and its open task recorded as
-    shown, in the vote's own write transaction (``VoteResult.card``): the page that shows
-    it needs no transaction of its own.
 
     A second answer to the same task (a double tap, a replayed request, a race between two
     requests) changes nothing and returns ``VoteResult(accepted=False, duplicate=True)``.
@@ -174,23 +151,17 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
     response_ms = _validate_payload(choice, response_ms)
     ballot = replace(_ballot(context, voter, choice, response_ms, now or utcnow()),
                      language=language)
-    pool = voter.pool or 0  # (read before the rollback expires the voter)
-    end_reads()  # (on SQLite the write transaction starts afresh)
+    pool = voter.pool or 0  # (read before the commit expires the voter)
     try:
-        card = retry_on_lock(lambda: _record(ballot, elo_params(),
-                                             context.session_id if next_card else None,
-                                             stamp_now=now is None))
+        retry_on_lock(lambda: _record(ballot, elo_params(), stamp_now=now is None))
     except IntegrityError:  # the unique task_id: a concurrent request recorded it first
         db.session.rollback()
         return VoteResult(accepted=False, session_id=context.session_public_id, duplicate=True)
-    # the htmx card after a vote reads the voter's id and pool: a refresh of the whole
-    # voter for them was a tenth of that request (py-spy, benchmarks/request_cost.py --html)
-    expire_as_committed(voter, _MOVED_VOTER_COLUMNS)
     if ballot.is_validation:
         matchmaking.gold_wanted.send(None, voter_id=ballot.voter_id,
                                      criterion=ballot.criterion, pool=pool)
     return VoteResult(accepted=True, session_id=context.session_public_id,
-                      validation_failed=ballot.correct is False, card=card)
+                      validation_failed=ballot.correct is False)
 
 
 def _ballot(context, voter: Voter, choice: str, response_ms: int | None, now) -> Ballot:
@@ -231,17 +202,13 @@ def _flags(criterion: str, server_ms: int, voter: Voter) -> int:
     return flags
 
 
-def _record(ballot: Ballot, params: EloParams, card_of: int | None = None, *,
-            stamp_now: bool = False) -> Card | None:
+def _record(ballot: Ballot, params: EloParams, *, stamp_now: bool = False) -> None:
     """One write transaction: the voter's turn (the pacing floor, decided under the voter's
     row lock, with the trust change of a gold answer), the rating pair locked, then the vote
     inserted, the task marked answered, the comparison's counter and the two ratings moved
     (two statements on PostgreSQL, the turn and the lock in one; five on SQLite, the pair
     read in the turn's RETURNING; one more when the vote came too fast). Every statement is
-    built once per shape of vote (:func:`_writes`) and run with this vote's values. Loaded
-    objects are not expired by the commit (see :data:`_MOVED_VOTER_COLUMNS`). With
-    ``card_of`` (the session's id) the session's next card is read and presented before the
-    commit, and returned.
+    built once per shape of vote (:func:`_writes`) and run with this vote's values.
 
     With ``stamp_now`` the vote is stamped once its locks are held (the writer lock on
     SQLite, the voter and the rating pair on PostgreSQL), not when the request came (the
@@ -249,7 +216,7 @@ def _record(ballot: Ballot, params: EloParams, card_of: int | None = None, *,
     public pages' cut-off counts on (arena.analysis.published.SETTLED), and the votes that
     move one rating are stamped in the order they moved it, so a replay to any cut-off
     takes them in the live Elo's order."""
-    with write_transaction(after_reads=True, keep_loaded=True):
+    with write_transaction():
         also, trust = _trust_change(ballot.correct)
         floor = _floor_ms(ballot.criterion)
         postgres = db.session.get_bind().dialect.name == "postgresql"
@@ -275,9 +242,7 @@ def _record(ballot: Ballot, params: EloParams, card_of: int | None = None, *,
         # (the unique task_id refuses a concurrent duplicate at the INSERT: all of it, then)
         for statement in _writes(counted=not ballot.flags, rated=ballot.rated,
                                  combined=postgres):
-            run(statement, values)
-        return (None if card_of is None
-                else card_in_transaction(ballot.voter_id, card_of, ballot.at))
+            db.session.execute(statement, values)
 
 
 _VOTE_COLUMNS = ("task_id", "voter_id", "comparison_id", "criterion", "choice",
@@ -370,10 +335,6 @@ def _trust_change(correct: bool | None) -> tuple[tuple, dict]:
     if correct:
         return _trust_columns(True), {"p_trust_step": float(cfg["TRUST_REWARD"])}
     return _trust_columns(False), {"p_trust_step": float(cfg["TRUST_PENALTY"])}
-
-
-# the voter's columns a vote writes: its turn, and a gold answer's trust change
-_MOVED_VOTER_COLUMNS = ("last_action_at", "trust", "validations_passed", "validations_failed")
 
 
 @cache

@@ -13,7 +13,7 @@ from functools import wraps
 from flask import Blueprint, Response, redirect, render_template, request, session, url_for
 
 from arena.accounts import signins, tokens
-from arena.campaigns import campaigns
+from arena.campaigns import campaigns, gold
 from arena.config import CRITERIA
 from arena.errors import Invalid
 from arena.voting import image_reports
@@ -107,7 +107,9 @@ def create():
 def publish(campaign_id: int):
     campaign = campaigns.get_campaign_by_id(campaign_id)
     added = campaigns.publish(campaign)
-    return _done(f"Published {campaign.name}: {added} comparisons added.")
+    gold.fill_in_background(campaign_id)
+    return _done(f"Published {campaign.name}: {added} comparisons added. Its gold pairs are "
+                 "being made in the background: their count is below.")
 
 
 @bp.post("/campaigns/<int:campaign_id>/models")

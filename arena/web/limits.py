@@ -42,7 +42,7 @@ from werkzeug.exceptions import TooManyRequests
 
 from arena.errors import Unavailable
 from arena.infra.network import network_hash
-from arena.voting import tasks, voters
+from arena.voting import voters
 from arena.web.requests import bearer_token
 
 log = logging.getLogger(__name__)
@@ -211,12 +211,6 @@ def _identity() -> str | None:
 
 
 def _voter(kind: str, credential: str | None):
-    """The voter holding ``credential``, as the route will read it: on a task's route with
-    the task, in one statement (arena.voting.tasks.voter_and_task: the route's own lookup
-    then finds both read), else alone."""
-    task_id = (request.view_args or {}).get("task_id")
-    if task_id is not None:
-        return tasks.voter_and_task(kind, credential, task_id)
     return voters.voter_by(kind, credential)
 
 

@@ -33,12 +33,9 @@ LANDING_MESSAGES = {
 }
 
 
-def _current_voter(task_id: int | None = None):
-    """The voter of this browser's cookie, if any; read with task ``task_id``'s row on a
-    task's route (:func:`arena.voting.tasks.voter_and_task`)."""
-    if task_id is None:
-        return voters.voter_by_public_id(session.get("voter"))
-    return tasks.voter_and_task("public", session.get("voter"), task_id)
+def _current_voter():
+    """The voter of this browser's cookie, if any."""
+    return voters.voter_by_public_id(session.get("voter"))
 
 
 def _form_demographics() -> dict | None:
@@ -112,14 +109,8 @@ def start():
     if is_htmx():
         if done is not None:
             return render_template("voter/complete.html", standing=done)
-        if _card_in_the_write(voter):
-            card = tasks.issue_with_card(voter, rng, criterion)
-            public_id = card.session.public_id
-            # (issuing answers nothing: the standing is as read; the commit expired the voter)
-            response = _render_card(public_id, card=card, standing=standing)
-        else:  # a panel participant: the card follows their standing, read after the write
-            public_id = matchmaking.issue_session(voter, rng, criterion)
-            response = _render_card(public_id)
+        public_id = matchmaking.issue_session(voter, rng, criterion)
+        response = _render_card(public_id)
         response.headers["HX-Push-Url"] = url_for("voter.show_session", public_id=public_id)
         return response
     if done is not None:
@@ -128,21 +119,15 @@ def start():
     return redirect(url_for("voter.show_session", public_id=public_id), 303)
 
 
-_UNKNOWN = object()
-
-
 def _render_card(voting_session: int | str, warning: str | None = None,
-                 error: str | None = None, status: int = 200, card: tasks.Card | None = None,
-                 standing=_UNKNOWN):
+                 error: str | None = None, status: int = 200):
     """The current voter's session (its id or public id) as its card: the open task, shown
-    from now, or the end of the session. ``card``: that card read already (a vote's);
-    ``standing``: the voter's panel standing read already (None for open voters)."""
+    from now, or the end of the session."""
     voter = _current_voter()
-    if standing is _UNKNOWN:
-        standing = panels.standing(voter) if voter is not None else None
+    standing = panels.standing(voter) if voter is not None else None
     # a panel participant who gave every answer asked for gets the code, not more work
     done = standing is not None and standing.done
-    card = card or tasks.card(voter, voting_session, present=not done)
+    card = tasks.card(voter, voting_session, present=not done)
     task = None if done else card.task
     context = {"session_id": card.session.public_id, "warning": warning, "error": error,
                "task": task_view(task) if task else None, "standing": standing,
@@ -171,8 +156,8 @@ def _render_task_error(exc, status: int, task_id: int):
     return _render_card(task.session_id, error=message, status=status)
 
 
-def _require_voter(task_id: int):
-    voter = _current_voter(task_id)
+def _require_voter():
+    voter = _current_voter()
     if voter is None:
         raise tasks.NotYourTask("start a session from the home page first")
     return voter
@@ -234,7 +219,7 @@ def _report_refused(exc, status: int, task_id: int):
 @bp.get("/t/<int:task_id>/report")
 @renders_errors(_report_refused)
 def report_form(task_id: int):
-    tasks.owned_task(_require_voter(task_id), task_id)
+    tasks.owned_task(_require_voter(), task_id)
     return _render_report(task_id)
 
 
@@ -244,7 +229,7 @@ def report_form(task_id: int):
 @renders_errors(_report_refused)
 def report(task_id: int):
     """The voter reports an image of this task: no vote, the next task."""
-    voter = _require_voter(task_id)
+    voter = _require_voter()
     image_reports.report(voter, task_id, request.form.get("side"), request.form.get("reason"))
     task = tasks.owned_task(voter, task_id)
     if is_htmx():
@@ -261,7 +246,7 @@ def task_address(task_id: int):
     form sent without JavaScript leaves the browser there, and a reload or a shared link
     opens it): the question's session for the voter it was issued to, else the start page.
     Only a POST to it changes anything."""
-    voter = _current_voter(task_id)
+    voter = _current_voter()
     try:
         task = tasks.owned_task(voter, task_id) if voter is not None else None
     except (tasks.TaskNotFound, tasks.NotYourTask):
@@ -277,11 +262,7 @@ def task_address(task_id: int):
 @renders_errors(_render_task_error)
 def confirm_read(task_id: int):
     """The voter confirms having read the caption; the images become selectable."""
-    voter = _require_voter(task_id)
-    if not _card_in_the_write(voter):
-        return _card_after(tasks.confirm_read(voter, task_id))
-    task, card = tasks.confirm_read_with_card(voter, task_id)
-    return _render_card(task.session_id, card=card)
+    return _card_after(tasks.confirm_read(_require_voter(), task_id))
 
 
 @bp.post("/t/<int:task_id>/skip")
@@ -290,14 +271,7 @@ def confirm_read(task_id: int):
 @renders_errors(_render_task_error)
 def skip(task_id: int):
     """The voter cannot decide: no vote, the next task."""
-    return _card_after(tasks.skip(_require_voter(task_id), task_id))
-
-
-def _card_in_the_write(voter) -> bool:
-    """Whether the card the response shows is read in the action's own write transaction:
-    for the htmx page, except for a panel participant, whose card depends on their standing
-    after the action (:func:`_render_card`)."""
-    return is_htmx() and not voter.pool
+    return _card_after(tasks.skip(_require_voter(), task_id))
 
 
 def _card_after(task):
@@ -316,13 +290,11 @@ def vote(task_id: int):
         response_ms = int(request.form.get("response_ms") or 0) or None
     except ValueError:
         response_ms = None  # a timing is a courtesy of the page, never a reason to refuse
-    voter = _require_voter(task_id)
-    result = votes.cast_vote(voter, task_id, request.form.get("choice"), response_ms,
-                             language=i18n.current_language(),
-                             next_card=_card_in_the_write(voter))
+    result = votes.cast_vote(_require_voter(), task_id, request.form.get("choice"),
+                             response_ms, language=i18n.current_language())
     if is_htmx():
         warning = VALIDATION_WARNING if result.validation_failed else None
-        return _render_card(result.session_id, warning=warning, card=result.card)
+        return _render_card(result.session_id, warning=warning)
     if result.validation_failed:
         session["validation_warning"] = True
     return redirect(url_for("voter.show_session", public_id=result.session_id), 303)

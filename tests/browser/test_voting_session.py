@@ -212,7 +212,7 @@ def test_next_session_without_an_answer_says_so_and_can_be_tried_again(
     def database_gone(*args, **kwargs):
         raise OperationalError("SELECT", {}, Exception("server closed the connection"))
 
-    monkeypatch.setattr(voter_pages.tasks, "issue_with_card", database_gone)
+    monkeypatch.setattr(voter_pages.matchmaking, "issue_session", database_gone)
     next_session = phone.get_by_role("button", name="Next session")
     next_session.tap()
     alert = phone.locator("#card .alert.unavailable")

@@ -3,7 +3,7 @@ committed): the session still takes the lowest level left, and no comparison twi
 
 import numpy as np
 import pytest
-from sqlalchemy import create_engine, select, text, update
+from sqlalchemy import create_engine, event, select, text, update
 
 from arena.extensions import db
 from arena.models import QUEUE_LEVELS, Comparison
@@ -12,8 +12,7 @@ from tests.factories import make_campaign, new_voter
 
 
 @pytest.mark.parametrize("moved", [0, 1])
-def test_a_vote_between_the_picks_skips_no_level_and_repeats_nothing(pg_app, monkeypatch,
-                                                                      moved):
+def test_a_vote_between_the_picks_skips_no_level_and_repeats_nothing(pg_app, moved):
     """Four comparisons of target 4 (a level per vote): two at level 0, one at 1, one at 2.
     A session of three takes both of level 0, runs out, and picks again a level up; right
     after the first pick another voter's vote moves one of the two taken (``moved``) up to
@@ -31,26 +30,26 @@ def test_a_vote_between_the_picks_skips_no_level_and_repeats_nothing(pg_app, mon
                                .values(votes_count=votes, level=votes * QUEUE_LEVELS // 4))
         db.session.commit()
         other = create_engine(pg_app.config["SQLALCHEMY_DATABASE_URI"])
-        real_run, injected = matchmaking.run, []
+        injected = []
         picks = {matchmaking._pick_query("preference", False, limit) for limit in range(1, 30)}
 
-        def run(query, values):
-            result = real_run(query, values)
-            if query in picks and not injected:
-                rows = result.all()
+        def after_pick(_conn, statement, multiparams, params, _options, _result):
+            if statement not in picks or injected:
+                return
+            with other.begin() as connection:  # the rows the pick got; a vote on one of them
+                rows = connection.execute(statement, params or multiparams[0]).all()
                 injected.append(rows[moved].id)
-                with other.begin() as connection:  # another voter's vote, committed now
-                    connection.execute(text(
-                        "UPDATE comparison SET votes_count = votes_count + 1, "
-                        "level = (votes_count + 1) * 4 / target_votes WHERE id = :id"),
-                        {"id": rows[moved].id})
-            return result
+                connection.execute(text(
+                    "UPDATE comparison SET votes_count = votes_count + 1, "
+                    "level = (votes_count + 1) * 4 / target_votes WHERE id = :id"),
+                    {"id": rows[moved].id})
 
-        monkeypatch.setattr(matchmaking, "run", run)
+        event.listen(db.engine, "after_execute", after_pick)
         try:
             session = matchmaking.start_session(new_voter(), np.random.default_rng(3),
                                                 "preference")
         finally:
+            event.remove(db.engine, "after_execute", after_pick)
             other.dispose()
         taken = [task.comparison_id for task in session.tasks]
     assert injected and len(taken) == len(set(taken)) == 3

@@ -67,9 +67,7 @@ def test_a_session_voted_all_at_once_counts_one_vote(any_app):
     def vote(task_id, at):
         try:
             with app.app_context():
-                # (as the htmx page votes: the next card read in the vote's transaction)
-                votes.cast_vote(db.session.get(Voter, voter_id), task_id, "left", now=at,
-                                next_card=True)
+                votes.cast_vote(db.session.get(Voter, voter_id), task_id, "left", now=at)
                 db.session.remove()
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(repr(exc))

@@ -15,7 +15,6 @@ from sqlalchemy.exc import DBAPIError
 from arena.accounts import tokens
 from arena.extensions import db
 from arena.infra import database
-from arena.infra.prepared import run
 from tests.conftest import kill_backend
 from tests.factories import make_campaign, vote_as
 
@@ -28,7 +27,7 @@ def _only_connection_checked_in() -> int:
     next check-out gets that one. Returns its backend's pid."""
     db.session.remove()
     db.engine.dispose()
-    backend = run(PID).scalar()
+    backend = db.session.execute(PID).scalar()
     db.session.remove()
     return backend
 
@@ -42,7 +41,7 @@ def test_a_connection_lost_while_idle_is_replaced_before_the_request_meets_it(
         monkeypatch.setattr(database, "PING_AFTER_IDLE_S", 0.0)  # (idle long enough)
         ready = client.get("/api/v1/health/ready")
         assert ready.status_code == 200, ready.text  # the request never met the dead one
-        assert run(PID).scalar() != backend
+        assert db.session.execute(PID).scalar() != backend
 
 
 def test_a_connection_back_in_use_at_once_is_not_pinged(pg_app, monkeypatch):
@@ -55,10 +54,10 @@ def test_a_connection_back_in_use_at_once_is_not_pinged(pg_app, monkeypatch):
         backend = _only_connection_checked_in()
         kill_backend(backend)
         with pytest.raises(DBAPIError) as lost:
-            run(PID)
+            db.session.execute(PID)
         assert lost.value.connection_invalidated
         db.session.rollback()
-        assert run(PID).scalar() != backend
+        assert db.session.execute(PID).scalar() != backend
         db.session.remove()
     assert client.get("/api/v1/health/ready").status_code == 200
 

@@ -90,52 +90,18 @@ def test_every_voter_column_is_named_as_its_attribute():
     assert all(c.key.isidentifier() and not c.key.startswith("_") for c in Voter.__table__.c)
 
 
-def test_a_task_read_with_its_voter_serves_that_transaction_only(campaign):
-    """A task route reads its voter and its task in one statement
-    (``tasks.voter_and_task``) and ``owned_task`` takes that row instead of reading again;
-    once the transaction it was read in has ended, the task is read afresh (a vote in
-    between would otherwise be missed)."""
-    from arena.infra.database import end_reads, write_transaction
-    from arena.models import Task
+def test_a_task_belongs_to_the_voter_it_was_issued_to(campaign):
+    """Another voter's credential finds the task, not a right to it."""
     from arena.voting import tasks
     from tests.factories import start
 
     voter, voting_session = start()
-    voter_id, public_id, task_id = voter.id, voter.public_id, voting_session.tasks[0].id
-    db.session.commit()
-    db.session.remove()  # (a new request)
-    statements = []
-    listener = lambda *args: statements.append(args[2])  # noqa: E731
-    from sqlalchemy import event
-
-    event.listen(db.engine, "before_cursor_execute", listener)
-    try:
-        found = tasks.voter_and_task("public", public_id, task_id)
-        row = tasks.owned_task(found, task_id)
-        assert found.id == voter_id and row.id == task_id and row.answered_at is None
-        assert len([s for s in statements if "SELECT" in s]) == 1, statements
-        # kept, then the transaction ends and the task is answered: read again
-        db.session.remove()
-        found = tasks.voter_and_task("public", public_id, task_id)
-        db.session.rollback()
-        with write_transaction():
-            db.session.get(Task, task_id).answered_at = datetime(2026, 1, 1)
-        assert tasks.owned_task(found, task_id).answered_at == datetime(2026, 1, 1)
-        # the reads ended (on PostgreSQL the same transaction goes on into the writes):
-        # nothing decided under a write's locks rests on the row read before them
-        db.session.remove()
-        found = tasks.voter_and_task("public", public_id, task_id)
-        end_reads()
-        statements.clear()
-        tasks.owned_task(found, task_id)
-        assert len([s for s in statements if "FROM task" in s]) == 1, statements
-    finally:
-        event.remove(db.engine, "before_cursor_execute", listener)
-    # another voter's credential finds the task, not a right to it
+    task_id = voting_session.tasks[0].id
+    assert tasks.owned_task(voter, task_id).id == task_id
     other, _ = voters.create_voter()
     db.session.commit()
-    other_id = other.public_id
-    db.session.remove()
     with pytest.raises(tasks.NotYourTask):
-        tasks.owned_task(tasks.voter_and_task("public", other_id, task_id), task_id)
-    assert tasks.voter_and_task("public", "nobody", task_id) is None
+        tasks.owned_task(other, task_id)
+    with pytest.raises(tasks.TaskNotFound):
+        tasks.owned_task(voter, task_id + 10_000)
+    assert voters.voter_by_public_id("nobody") is None

@@ -9,7 +9,7 @@ from arena.errors import Conflict
 from arena.extensions import db
 from arena.infra import database
 from arena.models import Comparison, EloRating, Task, Vote, Voter, utcnow
-from arena.voting import matchmaking, tasks, votes
+from arena.voting import tasks, votes
 from tests.factories import answer, new_voter, read_caption, start
 
 
@@ -134,33 +134,11 @@ def test_answered_task_is_marked(campaign):
     assert card.task.id == session.tasks[0].id and card.following.id == session.tasks[2].id
 
 
-def test_the_next_card_comes_with_the_vote_as_a_separate_read_gives_it(campaign):
-    """next_card: the card the page shows after the vote, read and presented in the vote's
-    transaction, is the one tasks.card gives afterwards, its open task shown from the vote's
-    time; a duplicate vote brings none (the page reads the card itself then)."""
-    voter, session = start(validation_rate=0.0)
-    first, second, third = (t.id for t in session.tasks[:3])
-    at = utcnow()
-    result = votes.cast_vote(voter, first, "left", now=at, next_card=True)
-    assert result.accepted and result.card is not None
-    assert (result.card.task.id, result.card.task.shown_at) == (second, at)
-    assert result.card.following.id == third
-    db.session.expire_all()
-    after = tasks.card(voter, session.id, present=False)
-    assert (after.task, after.following) == (result.card.task, result.card.following)
-    assert db.session.get(Task, second).shown_at == at
-    assert db.session.get(Task, third).shown_at is None
-    again = votes.cast_vote(voter, first, "left", next_card=True)
-    assert again.duplicate and again.card is None
-    assert votes.cast_vote(voter, second, "left").card is None  # (not asked for)
-
-
-def test_a_vote_retried_on_a_lock_brings_the_card_of_its_last_attempt(campaign, monkeypatch):
-    """retry_on_lock runs the whole write again, the card's read and stamp included: one
-    vote, the next task stamped with the vote's time, the card of the attempt that
+def test_a_vote_retried_on_a_lock_is_recorded_once(campaign, monkeypatch):
+    """retry_on_lock runs the whole write again: one vote, from the attempt that
     committed."""
     voter, session = start(validation_rate=0.0)
-    first, second = session.tasks[0].id, session.tasks[1].id
+    first = session.tasks[0].id
     from arena.voting import pacing
 
     real, calls = pacing.take_turn, []
@@ -173,19 +151,11 @@ def test_a_vote_retried_on_a_lock_brings_the_card_of_its_last_attempt(campaign, 
 
     monkeypatch.setattr(pacing, "take_turn", locked_once)
     at = utcnow()
-    result = votes.cast_vote(voter, first, "left", now=at, next_card=True)
+    result = votes.cast_vote(voter, first, "left", now=at)
     assert len(calls) == 2 and result.accepted
-    assert (result.card.task.id, result.card.task.shown_at) == (second, at)
     db.session.expire_all()
     assert db.session.scalar(select(func.count()).select_from(Vote)) == 1
-    assert db.session.get(Task, second).shown_at == at
-
-
-def test_the_card_in_a_transaction_is_only_its_voters(campaign):
-    voter, session = start(validation_rate=0.0)
-    with pytest.raises(matchmaking.NotYourSession):
-        tasks.card_in_transaction(voter.id + 1, session.id, utcnow())
-    db.session.rollback()
+    assert db.session.get(Task, first).answered_at == at
 
 
 # --- The read gate, as the service enforces it for every channel --------------------------
@@ -223,21 +193,6 @@ def test_confirmation_counts_only_after_the_reveal(captioned, ctx):
     assert refused.value.details["retry_after_ms"] == 50
     tasks.confirm_read(voter, task.id, now=shown + timedelta(milliseconds=reveal))
     assert votes.cast_vote(voter, task.id, "right").accepted
-
-
-def test_the_card_after_a_confirmation_comes_with_it_as_a_separate_read_gives_it(captioned):
-    voter, task = captioned
-    shown = utcnow() - timedelta(minutes=1)
-    tasks.present([task], now=shown)
-    at = shown + timedelta(milliseconds=tasks.reveal_ms(tasks.caption_of(task)))
-    row, card = tasks.confirm_read_with_card(voter, task.id, now=at)
-    assert row.id == task.id and card.task.id == task.id
-    assert card.task.read_confirmed_at == at and card.task.shown_at == shown
-    db.session.expire_all()
-    after = tasks.card(voter, row.session_id, present=False)
-    assert (after.task, after.following) == (card.task, card.following)
-    again = tasks.confirm_read_with_card(voter, task.id, now=at + timedelta(seconds=1))
-    assert again[1] is None  # (confirmed before: nothing written, the page reads the card)
 
 
 def test_presenting_again_keeps_the_first_time(captioned):
@@ -301,25 +256,13 @@ def test_retry_on_lock_does_not_retry_other_errors():
     assert calls == [1]
 
 
-def test_after_a_vote_what_it_wrote_is_read_afresh_and_the_voters_identity_is_not(campaign):
-    """The vote's commit keeps the voter's unchanged columns loaded (the card after an htmx
-    vote reads its id and pool without a refresh); what the vote wrote of the voter, and
-    every other loaded object, is read again as after any commit."""
+def test_after_a_vote_what_it_wrote_is_read_afresh(campaign):
+    """The vote commits: what it wrote of the voter and the task is read again."""
     voter, session = start(validation_rate=0.0)
     task = session.tasks[0]
     assert voter.last_action_at is None and task.answered_at is None
     votes.cast_vote(voter, task.id, "left", 1234)
-    assert {"id", "pool", "public_id"} <= voter.__dict__.keys()
-    assert "last_action_at" not in voter.__dict__ and "answered_at" not in task.__dict__
     assert voter.last_action_at is not None and task.answered_at is not None
-
-
-def test_after_a_caption_confirmed_only_the_voters_turn_is_read_afresh(campaign):
-    voter, session = start(criterion="alignment", validation_rate=0.0)
-    task = session.tasks[0]
-    read_caption(voter, task)  # (shows the task, then confirms at the reveal's end)
-    assert {"id", "pool", "public_id"} <= voter.__dict__.keys()
-    assert "last_action_at" not in voter.__dict__ and voter.last_action_at is not None
 
 
 def test_a_turn_returns_what_it_was_asked_paced_or_not(campaign):

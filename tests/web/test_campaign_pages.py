@@ -1,5 +1,6 @@
 import io
 import re
+import time
 
 import numpy as np
 import pytest
@@ -7,11 +8,19 @@ from sqlalchemy import func, select
 
 from arena.accounts import tokens
 from arena.analysis import published
-from arena.campaigns import campaigns
+from arena.campaigns import campaigns, gold
+from arena.catalog import images
 from arena.extensions import db
-from arena.models import Campaign, Comparison
+from arena.models import Campaign, Comparison, GenModel, Prompt
 from tests.datasets import IMAGES
-from tests.factories import make_model, make_owner, time_passes
+from tests.factories import (
+    COLOURS,
+    make_model,
+    make_owner,
+    make_prompt_set,
+    solid,
+    time_passes,
+)
 
 from .helpers import csrf_token
 
@@ -40,6 +49,52 @@ def test_only_operator_tokens_open_the_admin(client, operator):
     assert "New campaign" in client.get("/admin/").get_data(as_text=True)
 
 
+def _wait_for_gold(client, campaign_id: int, seconds: float = 120) -> str:
+    """The operator page once the campaign's gold supply, made in the background after
+    publishing, is complete."""
+    deadline = time.monotonic() + seconds
+    while gold.filling(campaign_id):
+        assert time.monotonic() < deadline, "the gold supply is still being made"
+        time.sleep(0.1)
+    return client.get("/admin/").get_data(as_text=True)
+
+
+def test_publishing_makes_the_gold_supply_in_the_background_with_progress(
+        client, operator, app):
+    """Publishing returns at once; the damaged copies are made by a thread of the server,
+    not by voters' requests, and the operator page counts them until the supply is whole."""
+    with app.app_context():  # two models' images of two prompts
+        prompt_set = make_prompt_set("gilded", ("a red cube", "a blue ball"))
+        for m, name in enumerate(("A", "B")):
+            model_id = db.session.scalar(select(GenModel.id).where(GenModel.name == name))
+            for prompt in db.session.scalars(select(Prompt).where(
+                    Prompt.prompt_set_id == prompt_set.id)):
+                for k in range(2):
+                    images.store(solid((COLOURS[m][0], 40 * k, prompt.id % 256), 64),
+                                 model_id=model_id, prompt_id=prompt.id)
+        db.session.commit()
+    sign_in(client, operator[0])
+    token = csrf_token(client.get("/admin/").get_data(as_text=True))
+    client.post("/admin/campaigns", data={
+        "csrf_token": token, "name": "Gilded", "prompt_set": "gilded",
+        "criteria": ["preference", "alignment"], "models": ["A", "B"],
+        "images_per_model": "2", "target_votes": "10"})
+    with app.app_context():
+        cid = db.session.scalar(select(Campaign.id).where(Campaign.name == "Gilded"))
+    app.config["GOLD_INITIAL_DAMAGED"] = 0  # (publishing itself renders none)
+    published = client.post(f"/admin/campaigns/{cid}/publish", data={"csrf_token": token},
+                            follow_redirects=True).get_data(as_text=True)
+    assert "gold pairs are being made in the background" in published
+    page = _wait_for_gold(client, cid)
+    with app.app_context():
+        supply = gold.supply(db.session.get(Campaign, cid))
+    assert supply["preference"][1] > 0 and all(made == goal for made, goal in supply.values())
+    preference, alignment = supply["preference"], supply["alignment"]
+    assert (f"preference {preference[0]} of {preference[1]} · "
+            f"alignment {alignment[0]} of {alignment[1]}") in page
+    assert "being made" not in page
+
+
 def test_define_publish_add_model_and_gold_pair_on_the_web(client, operator, app):
     sign_in(client, operator[0])
     html = client.get("/admin/").get_data(as_text=True)
@@ -62,6 +117,7 @@ def test_define_publish_add_model_and_gold_pair_on_the_web(client, operator, app
     assert "Published Spring" in client.post(f"/admin/campaigns/{cid}/publish",
                                              data={"csrf_token": token},
                                              follow_redirects=True).get_data(as_text=True)
+    _wait_for_gold(client, cid)
     joined = client.post(f"/admin/campaigns/{cid}/models", data={"csrf_token": token,
                                                                   "model": "C"},
                          follow_redirects=True)

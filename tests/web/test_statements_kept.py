@@ -14,7 +14,6 @@ from sqlalchemy import event, insert, select, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from arena.extensions import db
-from arena.infra.prepared import run
 from arena.models import Voter
 from tests.conftest import kill_backend
 from tests.factories import make_campaign
@@ -34,8 +33,8 @@ def test_a_voters_statements_stay_prepared_through_image_fetches(pg_app):
     """One voter's sessions on one connection (the test client serves one request at a
     time, so the pool hands out the same one): every task's two images fetched between
     the votes, each fetch a request that only reads and so ends in a rollback, and gold
-    answers checking the supply after the response. The read of the voter with their task,
-    which every vote starts with, must have run prepared for all but the first few votes."""
+    answers checking the supply after the response. The read of the task, which every
+    vote starts with, must have run prepared for all but the first few votes."""
     with pg_app.app_context():
         make_campaign(n_prompts=6, n_models=3, image_size=8)
         db.session.commit()
@@ -55,7 +54,7 @@ def test_a_voters_statements_stay_prepared_through_image_fetches(pg_app):
             votes += 1
     assert votes >= 20 and len(ended) >= 2 * votes  # (the image fetches did end in rollbacks)
     with pg_app.app_context():
-        reads = _runs_of("AS task_caption")  # (arena.voting.tasks.voter_and_task)
+        reads = _runs_of("AS caption")  # (arena.voting.tasks.owned_task)
     # psycopg prepares a statement at its sixth run; a rollback that forgot them would
     # leave at most the runs since the last image fetch (one)
     assert reads >= votes - 6, (reads, votes)
@@ -76,7 +75,7 @@ def test_a_rollback_still_undoes_what_was_written(pg_app, how):
             db.session.add(Voter(public_id="undone", trust=1.0))
             db.session.flush()
         elif how == "core":
-            run(insert(Voter.__table__).values(public_id="undone", trust=1.0,
+            db.session.execute(insert(Voter.__table__).values(public_id="undone", trust=1.0,
                                                validations_passed=0, validations_failed=0,
                                                pool=0, created_at=db.func.now()))
         else:
