@@ -30,7 +30,7 @@ except OSError:
   for address in $addresses; do
     case "$address" in
       127.*|::1|fe80:*) ;;  # loopback and link-local addresses no other device can use
-      *:*) echo "  http://[$address]:$port/" ;;
+      *:*) if [ "$host" != "0.0.0.0" ]; then echo "  http://[$address]:$port/"; fi ;;  # IPv6
       *) echo "  http://$address:$port/" ;;
     esac
   done
