@@ -65,7 +65,7 @@ class Defaults:
     PRESENT_QUALITY = 82
     HYPE_PRESENT_SIZE = 768  # HYPE images and masks, padded to one byte length per run
 
-    # Online Elo (DESIGN.md §2): base 10, scale 400, initial 1000, K=4.
+    # Online Elo (docs/design.md): base 10, scale 400, initial 1000, K=4.
     ELO_K = 4.0
     ELO_BASE = 10.0
     ELO_SCALE = 400.0

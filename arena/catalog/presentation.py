@@ -1,6 +1,6 @@
 """Blind presentation: the names and bytes of the images voters and evaluators see.
 
-Nothing but pixels (DESIGN.md §2). An image reaches a voter only as
+Nothing but pixels (docs/design.md). An image reaches a voter only as
 
 * a **per-use name**: ``t<task><side>`` for a side of an arena task, ``h<trial>`` for a HYPE
   trial, ``m<stage>x<k>`` for a noise mask of a HYPE stage, followed by a MAC keyed with a

@@ -1,4 +1,4 @@
-"""Online Elo (DESIGN.md §2): base 10, scale 400, initial 1000, K configurable (default 4).
+"""Online Elo (docs/design.md): base 10, scale 400, initial 1000, K configurable (default 4).
 
 The online updater in the vote transaction and the replay over the vote log call the same
 ``elo_update``, in the same order, so a replay reproduces the stored ratings bit for bit.

@@ -1,6 +1,6 @@
 """Issued tasks: whose they are, when they were shown, and the read gate of alignment tasks.
 
-The read gate (DESIGN.md §2): an alignment caption is revealed one word at a time and the
+The read gate (docs/design.md): an alignment caption is revealed one word at a time and the
 voter must confirm having read it before choosing. The server is the clock of record for
 every channel (HTML, htmx, JSON API): it records when a task was first shown, accepts the
 confirmation only once the reveal of that caption could have ended (``REVEAL_WORD_MS`` per

@@ -1,7 +1,7 @@
 """Voting: accept a vote for an issued task, once, and update the online Elo in the same
 transaction; rebuild every derived number from the vote log.
 
-Lock before you number (DESIGN.md §4): the rating rows of both models are locked
+Lock before you number (docs/design.md): the rating rows of both models are locked
 (``SELECT ... FOR UPDATE``, in model-id order so two votes never deadlock) *before* the vote
 row takes its id, so on PostgreSQL the order of ids equals the order in which the ratings were
 updated and a replay in id order reproduces them exactly. SQLite serialises writers through
