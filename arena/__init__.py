@@ -243,14 +243,17 @@ def configure_errorhandlers(app: Flask) -> None:
 
 
 def configure_events() -> None:
-    """Reactions across features: a model's new image adds its pairs to live campaigns, and
-    matchmaking short of gold pairs gets one made from a campaign's images."""
+    """Reactions across features: a model's new image adds its pairs to live campaigns,
+    matchmaking short of gold pairs gets one made from a campaign's images, and a replay of
+    the vote log has the public pages take their figures afresh."""
+    from arena.analysis import published
     from arena.campaigns import campaigns, gold
     from arena.catalog import ingest
-    from arena.voting import matchmaking
+    from arena.voting import matchmaking, votes
 
     ingest.image_added.connect(campaigns.on_new_image)
     matchmaking.gold_wanted.connect(gold.on_gold_wanted)
+    votes.log_replayed.connect(published.forget)
 
 
 def configure_cli(app: Flask) -> None:

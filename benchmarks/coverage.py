@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/coverage.py [--replicates 400] [--rounds 400] [--only TEXT]
 
-For each design of ``arena.ranking.simulation.designs()`` (balanced and unbalanced pairs, 2k
+For each design of ``benchmarks.simulation.designs()`` (balanced and unbalanced pairs, 2k
 and 20k votes, 40% ties, careless voters with tastes of their own, prompt effects, unequal
 post-stratification cells) it simulates ``--replicates`` studies from known strengths and
 prints, per method, the share of models whose 95% interval covered the truth (target 93-97%),
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from arena.ranking.simulation import (
+from benchmarks.simulation import (
     DAVIDSON,
     ELO,
     METHODS,

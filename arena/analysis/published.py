@@ -95,9 +95,10 @@ def figures(kind: str, key: int, compute: Callable[[datetime], Any],
     return stored
 
 
-def forget() -> None:
-    """Drop every stored figure: the next request of each page takes them afresh (after an
-    import or a restore that rewrote the votes, and in tests)."""
+def forget(_sender=None, **_details) -> None:
+    """Drop every stored figure: the next request of each page takes them afresh (after a
+    replay, an import or a restore that rewrote the votes, and in tests; wired to
+    :data:`arena.voting.votes.log_replayed` in create_app)."""
     with write_transaction():
         db.session.execute(delete(PublishedFigures))
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cache
 
+from blinker import Namespace
 from flask import current_app
 from sqlalchemy import case, func, insert, literal_column, select, update
 from sqlalchemy.exc import IntegrityError
@@ -348,13 +349,15 @@ def _trust_columns(correct: bool) -> tuple:
             ("trust", at_least(voter.trust - step, 0.0)))
 
 
+# sent after a replay rewrote the derived numbers (the public pages take theirs afresh)
+log_replayed = Namespace().signal("log-replayed")
+
+
 def replay(progress=None) -> dict[str, int]:
     """Rebuild online Elo and per-comparison counters from the vote log, in vote-id order,
     with the same update function and the same rule as the live path (flagged votes do not
-    count); commits. Returns votes replayed per criterion. The public pages take their
-    figures afresh (:mod:`arena.analysis.published`)."""
-    from arena.analysis import published
-
+    count); commits, then sends :data:`log_replayed`. Returns votes replayed per
+    criterion."""
     params = elo_params()
     model_ids = list(db.session.scalars(select(GenModel.id)))
     with write_transaction():
@@ -362,7 +365,7 @@ def replay(progress=None) -> dict[str, int]:
         db.session.flush()
         counts = {c: _replay_criterion(c, model_ids, params, progress) for c in CRITERIA}
         _replay_counters()
-    published.forget()
+    log_replayed.send(None)
     return counts
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from arena.ranking.simulation import OLD, Design, coverage, designs
+from benchmarks.simulation import OLD, Design, coverage, designs
 
 
 def test_every_design_draws_valid_data_and_an_estimand():
@@ -49,7 +49,7 @@ def test_resampling_clusters_is_what_keeps_coverage(kwargs):
 
 
 def test_smoke_elo_and_davidson_intervals():
-    from arena.ranking.simulation import DAVIDSON, ELO
+    from benchmarks.simulation import DAVIDSON, ELO
 
     design = Design("ties", items=5, votes=1200, voters=120, tie_rate=0.4)
     result = coverage(design, replicates=10, rounds=200, methods=(ELO, DAVIDSON))
@@ -58,7 +58,7 @@ def test_smoke_elo_and_davidson_intervals():
 
 
 def test_smoke_hype_designs():
-    from arena.ranking.simulation import HypeDesign, hype_coverage, hype_designs
+    from benchmarks.simulation import HypeDesign, hype_coverage, hype_designs
 
     assert {d.mode for d in hype_designs()} == {"infinity", "time"}
     crossed = hype_coverage(HypeDesign("i", evaluators=12, images=60), replicates=15,

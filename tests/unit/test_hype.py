@@ -158,7 +158,7 @@ def test_the_approach_to_the_threshold_is_left_out():
 def test_fitted_threshold_is_unbiased_where_the_paper_figure_is_not():
     """The audit: the paper's mode-based figure read +6.5% at a true 150 ms threshold and
     -6.2% at 700 ms. The fit is within 2% (benchmarks/coverage.py runs more)."""
-    from arena.ranking.simulation import HypeDesign
+    from benchmarks.simulation import HypeDesign
 
     for threshold, paper_sign in ((150, 1), (700, -1)):
         design = HypeDesign("t", mode="time", threshold_ms=threshold, evaluator_sd=0.0,
@@ -189,7 +189,7 @@ def test_fit_psychometric_recovers_a_known_curve():
 def test_two_way_bootstrap_widens_when_images_differ():
     from dataclasses import replace
 
-    from arena.ranking.simulation import HypeDesign
+    from benchmarks.simulation import HypeDesign
 
     trials = HypeDesign("i", evaluators=20, images=100, image_sd=1.5).draw(
         np.random.default_rng(5))

@@ -12,7 +12,7 @@ it is the right target: it is what infinitely many votes from this crowd would g
 :func:`coverage` runs replicates and reports, per method, the share of models whose interval
 covered the truth, the mean width, the share of replicates where every interval of the table
 covered at once, and how often the rank sets and tiers contradicted the true order.
-``benchmarks/coverage.py`` prints the table for the README; a smoke test runs a small one.
+``benchmarks/coverage.py`` prints the table (docs/measured.md); tests run small ones.
 """
 
 from __future__ import annotations
