@@ -352,104 +352,60 @@ def rank_elo(names: list[str], winners, losers, ties=None, units=None, *,
     Elo in that order (the online path's update; ``online`` when given, the stored
     ratings); ``rating`` is Elo averaged over random orders of the votes, with a 95%
     interval from about ``rounds`` bootstrap replays, resampling ``units`` (voters) when
-    given (:func:`arena.ranking.elo.elo_bootstrap`). With ``rounds`` 0 the rating is the
+    given (:func:`arena.ranking.elo.elo_ranking`). With ``rounds`` 0 the rating is the
     single-order Elo and there are no intervals."""
-    from arena.ranking.elo import EloParams, elo, elo_bootstrap
+    from arena.ranking.elo import EloParams, elo_ranking
 
-    params = params or EloParams()
-    rng = rng if rng is not None else np.random.default_rng()
-    winners = np.asarray(winners, dtype=np.int64)
-    losers = np.asarray(losers, dtype=np.int64)
-    tie = np.zeros(winners.size, bool) if ties is None else np.asarray(ties, bool)
-    every = np.bincount(winners, minlength=len(names)) + np.bincount(losers,
-                                                                     minlength=len(names))
-    # Only models with a vote are rated: an idle model would sit at the starting rating
-    # inside everyone's rank sets and take a share of the scores.
-    active = np.flatnonzero(every > 0)
-    compact = np.full(len(names), -1)
-    compact[active] = np.arange(active.size)
-    winners, losers, n = compact[winners], compact[losers], active.size
-    ordered = elo(winners, losers, n, ties=tie, params=params)
-    played = every[active]
-    won = np.bincount(winners, weights=np.where(tie, 0.5, 1.0), minlength=n) \
-        + np.bincount(losers, weights=np.where(tie, 0.5, 0.0), minlength=n)
-    boot = None
-    if rounds > 0 and winners.size and n > 1:
-        boot = elo_bootstrap(winners, losers, n, ties=tie, units=units,
-                             rounds=max(rounds, 20), params=params, rng=rng, level=LEVEL)
-    point, spread, draws = _elo_spread(boot.mean if boot else ordered, boot, params, rng)
-    order = sorted(range(n), key=lambda k: -point.ratings[k])
+    got = elo_ranking(winners, losers, len(names), ties=ties, units=units, rounds=rounds,
+                      params=params or EloParams(), rng=rng, level=LEVEL)
+    boot = got.intervals
+    point = Point(got.scores, got.ratings)
+    spread = Spread(boot.low, boot.high, got.ranks, got.score_low, got.score_high) \
+        if boot else None
+    order = sorted(range(got.active.size), key=lambda k: -got.ratings[k])
     stored = online if online is not None else {}
-    rows = [_ranked_row(position, names[active[k]], k, point, spread,
-                        stored.get(names[active[k]], float(ordered[k])), played[k], won[k])
+    rows = [_ranked_row(position, names[got.active[k]], k, point, spread,
+                        stored.get(names[got.active[k]], float(got.ordered[k])),
+                        got.played[k], got.won[k])
             for position, k in enumerate(order, start=1)]
-    idle = [names[i] for i in np.flatnonzero(every == 0)]
+    rated = set(got.active.tolist())
+    idle = [name for i, name in enumerate(names) if i not in rated]
     if include_idle:
         rows += [_idle_row(name, stored.get(name)) for name in idle]
-    flags = [] if winners.size else ["no votes yet in this selection"]
-    if idle and include_idle and winners.size:
+    total = int(got.played.sum() // 2)
+    flags = [] if total else ["no votes yet in this selection"]
+    if idle and include_idle and total:
         flags.append(f"no votes yet for: {', '.join(idle)}")
     if boot:
         flags.append("Elo: rating = averaged over random orders of the votes (online_elo "
                      "is their own order, which recent votes sway)")
-    return Ranking(criterion=criterion, method="elo", models=rows,
-                   total_votes=int(winners.size), bootstrap_rounds=rounds if boot else 0,
+    return Ranking(criterion=criterion, method="elo", models=rows, total_votes=total,
+                   bootstrap_rounds=rounds if boot else 0,
                    intervals="bootstrap" if boot else None,
                    cluster=(cluster if units is not None else "none") if boot else None,
                    units=len(np.unique(units)) if boot and units is not None else None,
                    flags=flags,
-                   prob_ahead=None if draws is None else _reorder(
-                       (draws[:, :, None] > draws[:, None, :]).mean(axis=0), np.array(order)))
-
-
-def _elo_spread(rating, boot, params, rng):
-    """(Point, Spread or None, normal draws or None) for Elo ratings ``rating``."""
-    from arena.ranking import ranks
-
-    def scores(r):
-        if r.shape[-1] == 0:  # no model with a vote in the selection
-            return r
-        strengths = 10 ** ((r - r.max(axis=-1, keepdims=True)) / params.scale)
-        return 100 * strengths / strengths.sum(axis=-1, keepdims=True)
-
-    point = Point(scores(rating), rating)
-    if boot is None:
-        return point, None, None
-    draws = rng.multivariate_normal(rating, boot.covariance, size=4000, method="eigh")
-    s_low, s_high = np.percentile(scores(draws), [2.5, 97.5], axis=0)
-    spread = Spread(boot.low, boot.high, ranks.from_normal(rating, boot.covariance, LEVEL),
-                    s_low, s_high)
-    return point, spread, draws
+                   prob_ahead=None if boot is None else _reorder(got.prob_ahead,
+                                                                 np.array(order)))
 
 
 def rank_davidson(names: list[str], data: PairCounts, *, rounds: int = 1000,
                   rng: np.random.Generator | None = None, cluster: str = "none") -> Ranking:
     """Rank with Davidson's tie model, with 95% intervals from ``rounds`` bootstrap refits
     resampling ``data``'s units (voters) or single votes (``cluster="none"``), ties drawn as
-    ties. Raises RankingError when the decisive results admit no fit."""
-    from arena.ranking import ranks
-    from arena.ranking.davidson import davidson, davidson_bootstrap
+    ties (:func:`arena.ranking.davidson.davidson_ranking`). Raises RankingError when the
+    decisive results admit no fit."""
+    from arena.ranking.davidson import davidson_ranking
 
-    n = len(names)
-    wins = np.zeros((n, n))
-    ties = np.zeros((n, n))
-    np.add.at(wins, (data.a, data.b), data.ab)
-    np.add.at(wins, (data.b, data.a), data.ba)
-    np.add.at(ties, (data.a, data.b), data.tie)
-    ties = ties + ties.T
     try:
-        fit = davidson(wins, ties)
-        boot = davidson_bootstrap(data, rounds=rounds, rng=rng, level=LEVEL,
-                                  resample="vote" if cluster == "none" else "unit") \
-            if rounds > 0 else None
+        got = davidson_ranking(data, len(names), rounds=rounds, rng=rng, level=LEVEL,
+                               resample="vote" if cluster == "none" else "unit")
     except ValueError as exc:
         raise RankingError(str(exc)) from exc
-    spread = Spread(boot.low, boot.high, ranks.from_samples(fit.log_strengths, boot.samples,
-                                                            LEVEL)) if boot else None
-    played = (wins + wins.T + ties).sum(axis=1)
+    fit, boot = got.fit, got.intervals
+    spread = Spread(boot.low, boot.high, got.ranks) if boot else None
     order = np.argsort(-fit.scores, kind="stable")
-    rows = [_ranked_row(position, names[i], i, fit, spread, None, played[i],
-                        wins[i].sum() + ties[i].sum() / 2)
+    rows = [_ranked_row(position, names[i], i, fit, spread, None, got.played[i], got.won[i])
             for position, i in enumerate(order, start=1)]
     tie_share = 100 * fit.nu / (2 + fit.nu)
     flags = [f"Davidson tie model: nu = {fit.nu:.3f} (equal models tie {tie_share:.0f}% of "
@@ -460,7 +416,7 @@ def rank_davidson(names: list[str], data: PairCounts, *, rounds: int = 1000,
         flags.append(f"{boot.failed} of {rounds} bootstrap rounds admitted no fit and were "
                      "left out")
     return Ranking(criterion=None, method="davidson", models=rows,
-                   total_votes=round(float(wins.sum() + ties.sum() / 2)),
+                   total_votes=round(float(got.wins.sum() + got.ties.sum() / 2)),
                    bootstrap_rounds=rounds if boot else 0,
                    intervals="bootstrap" if boot else None,
                    cluster=cluster if boot else None,

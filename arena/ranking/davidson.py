@@ -180,3 +180,48 @@ def _vote_draws(data, rng):
         return c[:k], c[k:2 * k], c[2 * k:]
 
     return draw
+
+
+@dataclass(frozen=True)
+class DavidsonRanking:
+    """Davidson's fit of ``data`` with its bootstrap (None without rounds) and rank sets,
+    and per item its ``played`` votes and ``won`` (a tie half); ``wins`` and ``ties`` the
+    matrices fitted."""
+
+    fit: DavidsonResult
+    intervals: DavidsonIntervals | None
+    ranks: object
+    wins: np.ndarray
+    ties: np.ndarray
+    played: np.ndarray
+    won: np.ndarray
+
+
+def davidson_ranking(data, n_items: int, *, rounds: int = 1000, resample: str = "unit",
+                     rng: np.random.Generator | None = None,
+                     level: float = 0.95) -> DavidsonRanking:
+    """Davidson's model fitted to ``data`` (:class:`~arena.ranking.pairs.PairCounts` of
+    ``n_items``), with ``level`` intervals from ``rounds`` bootstrap refits resampling
+    ``resample`` ("unit" or "vote"), ties drawn as ties, and simultaneous rank sets.
+
+    Raises
+    ------
+    ValueError
+        When the decisive results admit no fit.
+    """
+    from arena.ranking import ranks
+
+    wins = np.zeros((n_items, n_items))
+    ties = np.zeros((n_items, n_items))
+    np.add.at(wins, (data.a, data.b), data.ab)
+    np.add.at(wins, (data.b, data.a), data.ba)
+    np.add.at(ties, (data.a, data.b), data.tie)
+    ties = ties + ties.T
+    fit = davidson(wins, ties)
+    boot = davidson_bootstrap(data, rounds=rounds, rng=rng, level=level,
+                              resample=resample) if rounds > 0 else None
+    return DavidsonRanking(
+        fit=fit, intervals=boot,
+        ranks=ranks.from_samples(fit.log_strengths, boot.samples, level) if boot else None,
+        wins=wins, ties=ties, played=(wins + wins.T + ties).sum(axis=1),
+        won=wins.sum(axis=1) + ties.sum(axis=1) / 2)

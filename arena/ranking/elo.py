@@ -215,3 +215,69 @@ def _replay_rounds(winners, losers, score, order, n_items: int, params: EloParam
         ratings[rows, w] = r_w + delta
         ratings[rows, lo] = r_l - delta
     return ratings
+
+
+@dataclass(frozen=True)
+class EloRanking:
+    """Elo of the items that have a vote (``active``, their indices; every array below is
+    over them): ``ordered`` the sequential Elo in the votes' own order, ``ratings`` the point
+    rating (averaged over random orders when there are intervals), ``scores`` its strengths
+    summing to 100, ``played`` and ``won`` (a tie half) their votes. With intervals:
+    ``intervals`` (:class:`EloIntervals`), the simultaneous rank sets, the scores' interval
+    and ``prob_ahead`` (row ahead of column), from normal draws of the ratings."""
+
+    active: np.ndarray
+    ordered: np.ndarray
+    ratings: np.ndarray
+    scores: np.ndarray
+    played: np.ndarray
+    won: np.ndarray
+    intervals: EloIntervals | None = None
+    ranks: object = None
+    score_low: np.ndarray | None = None
+    score_high: np.ndarray | None = None
+    prob_ahead: np.ndarray | None = None
+
+
+def elo_ranking(winners, losers, n_items: int, ties=None, units=None, *, rounds: int = 1000,
+                params: EloParams = EloParams(), rng: np.random.Generator | None = None,
+                level: float = 0.95, draws: int = 4000) -> EloRanking:
+    """Elo of ``n_items`` from the votes in their order, with ``level`` intervals from about
+    ``rounds`` bootstrap replays resampling ``units`` when given (:func:`elo_bootstrap`;
+    none with ``rounds`` 0 or fewer than two rated items). Items without a vote are left out:
+    one would sit at the starting rating inside everyone's rank sets."""
+    from arena.ranking import ranks
+
+    rng = rng if rng is not None else np.random.default_rng()
+    winners = np.asarray(winners, dtype=np.int64)
+    losers = np.asarray(losers, dtype=np.int64)
+    tie = np.zeros(winners.size, bool) if ties is None else np.asarray(ties, bool)
+    every = np.bincount(winners, minlength=n_items) + np.bincount(losers, minlength=n_items)
+    active = np.flatnonzero(every > 0)
+    compact = np.full(n_items, -1)
+    compact[active] = np.arange(active.size)
+    winners, losers, n = compact[winners], compact[losers], active.size
+    ordered = elo(winners, losers, n, ties=tie, params=params)
+    won = np.bincount(winners, weights=np.where(tie, 0.5, 1.0), minlength=n) \
+        + np.bincount(losers, weights=np.where(tie, 0.5, 0.0), minlength=n)
+    base = {"active": active, "ordered": ordered, "played": every[active], "won": won}
+    if rounds <= 0 or not winners.size or n < 2:
+        return EloRanking(ratings=ordered, scores=_scores(ordered, params), **base)
+    boot = elo_bootstrap(winners, losers, n, ties=tie, units=units, rounds=max(rounds, 20),
+                         params=params, rng=rng, level=level)
+    drawn = rng.multivariate_normal(boot.mean, boot.covariance, size=draws, method="eigh")
+    score_low, score_high = np.percentile(_scores(drawn, params),
+                                          [50 * (1 - level), 50 * (1 + level)], axis=0)
+    return EloRanking(
+        ratings=boot.mean, scores=_scores(boot.mean, params), intervals=boot,
+        ranks=ranks.from_normal(boot.mean, boot.covariance, level), score_low=score_low,
+        score_high=score_high,
+        prob_ahead=(drawn[:, :, None] > drawn[:, None, :]).mean(axis=0), **base)
+
+
+def _scores(ratings: np.ndarray, params: EloParams) -> np.ndarray:
+    """Elo ratings as strengths summing to 100 (along the last axis)."""
+    if ratings.shape[-1] == 0:
+        return ratings
+    strengths = 10 ** ((ratings - ratings.max(axis=-1, keepdims=True)) / params.scale)
+    return 100 * strengths / strengths.sum(axis=-1, keepdims=True)

@@ -107,3 +107,22 @@ def test_elo_bootstrap_bad_arguments():
         elo_bootstrap([0, 1], [1], 2)
     with pytest.raises(ValueError):
         elo_bootstrap([0], [1], 2, rounds=1)
+
+
+def test_elo_ranking_rates_only_the_items_with_a_vote():
+    from arena.ranking.elo import elo_ranking
+
+    rng = np.random.default_rng(4)
+    winners = rng.choice([0, 2, 3], size=300, p=[0.5, 0.3, 0.2])
+    losers = np.where(winners == 0, 3, 0)
+    plain = elo_ranking(winners, losers, 5, rounds=0)
+    assert plain.active.tolist() == [0, 2, 3] and plain.intervals is None
+    assert np.allclose(plain.ratings, plain.ordered) and np.isclose(plain.scores.sum(), 100)
+    assert plain.played.sum() == 2 * winners.size and plain.won.sum() == winners.size
+    boot = elo_ranking(winners, losers, 5, rounds=200, rng=rng)
+    low, high = boot.intervals.low, boot.intervals.high
+    assert np.all(low <= boot.ratings) and np.all(boot.ratings <= high)
+    assert np.all(boot.score_low <= boot.scores) and np.all(boot.scores <= boot.score_high)
+    ahead = boot.prob_ahead + boot.prob_ahead.T
+    assert np.allclose(ahead[~np.eye(3, dtype=bool)], 1.0)
+    assert int(np.argmax(boot.ratings)) == 1 and boot.ranks.best[1] == 1  # (2 never loses)
