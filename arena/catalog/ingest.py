@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -83,6 +84,17 @@ class Manifest:
     def prompt_for(self, filename: str) -> str | None:
         path = PurePosixPath(filename.replace("\\", "/"))
         return self.by_path.get(path.as_posix()) or self.by_name.get(path.name)
+
+
+def upload_name(name: str | None) -> str:
+    """An uploaded file's name as the arena uses and shows it: its last path component,
+    without control or format characters (NUL, escapes, bidi overrides) or characters file
+    systems refuse, at most 200 characters; "upload" when nothing is left. A browser's or a
+    script's name is untrusted text: it reaches pages, JSON and logs only this way."""
+    last = re.split(r"[/\\]", unicodedata.normalize("NFC", name or ""))[-1]
+    kept = "".join(c for c in last if unicodedata.category(c) not in ("Cc", "Cf", "Cs")
+                   and c not in ':*?"<>|')
+    return kept.strip(" .")[:200] or "upload"
 
 
 def prompt_id_from_filename(filename: str) -> int | None:
@@ -198,14 +210,15 @@ def ingest_uploads(model: GenModel, files: list[tuple[str, bytes]],
     """The upload form: files as (name, bytes), a ``manifest.csv`` among them or not, an
     optional prompt id for all, and the seconds the request may spend storing them. Raises
     TableError for an unusable manifest (nothing is stored then)."""
+    files = [(upload_name(name), data) for name, data in files]
     manifest = next((Manifest.parse(_utf8(data), "manifest.csv") for name, data in files
-                     if PurePosixPath(name).name == "manifest.csv"), Manifest([]))
+                     if name == "manifest.csv"), Manifest([]))
     items = []
     for name, data in files:
-        if PurePosixPath(name).name == "manifest.csv":
+        if name == "manifest.csv":
             continue
         chosen = prompt_id or manifest.prompt_for(name) or prompt_id_from_filename(name)
-        items.append((PurePosixPath(name).name, chosen, data if chosen is not None else UNNAMED))
+        items.append((name, chosen, data if chosen is not None else UNNAMED))
     return ingest_batch(model, items, budget_seconds=budget_seconds)
 
 
