@@ -57,6 +57,7 @@ class Defaults:
     IMAGE_MAX_SIDE = 10_000
     IMAGE_MAX_BYTES = 20 * 1024 * 1024
     MAX_CONTENT_LENGTH = 25 * 1024 * 1024  # one upload request
+    MANIFEST_MAX_BYTES = 4 * 1024 * 1024  # a manifest.csv (about 100,000 lines)
     IMAGES_PER_PROMPT = 4  # most images one model may have per prompt
     # Every image a voter or evaluator sees is a centre-cropped square at these sizes (px),
     # WebP at this quality: one size and one encoding, whatever the model or source.

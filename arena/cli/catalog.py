@@ -53,9 +53,8 @@ def import_command(source, model_name):
     listed with their reason; the exit code is 1 if any file was refused.
     """
     model = registry.get_model(model_name)
-    reader = ingest.items_from_folder if source.is_dir() else ingest.items_from_zip
-    items = list(reader(source))
-    with click.progressbar(length=len(items), label=f"Importing into {model_name}") as bar:
+    count, items = ingest.import_items(source)
+    with click.progressbar(length=count, label=f"Importing into {model_name}") as bar:
         results = ingest.ingest_batch(model, items, progress=lambda _r: bar.update(1))
     refused = [r for r in results if not r.ok]
     for r in refused:
