@@ -123,7 +123,11 @@ def configure_app(app: Flask, config: dict | None) -> None:
 def configure_proxies(app: Flask) -> None:
     """Behind ``TRUSTED_PROXIES`` reverse proxies, take the client address, scheme and host
     from their X-Forwarded-* headers (rate limits key on the real client, not the proxy).
-    With 0 (the default) those headers are ignored: anyone could forge them."""
+    With 0 (the default) those headers are ignored: anyone could forge them. Cookies set in
+    reply to an HTTPS request (as ProxyFix tells it) are marked Secure."""
+    from arena.web.secure_cookies import SecureCookies
+
+    app.wsgi_app = SecureCookies(app.wsgi_app)  # (inside ProxyFix: it sees the client's scheme)
     hops = int(app.config["TRUSTED_PROXIES"])
     if hops > 0:
         from werkzeug.middleware.proxy_fix import ProxyFix
