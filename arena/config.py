@@ -56,6 +56,8 @@ class Defaults:
     IMAGE_MAX_PIXELS = 40_000_000
     IMAGE_MAX_SIDE = 10_000
     IMAGE_MAX_BYTES = 20 * 1024 * 1024
+    # Pillow's buffer for a decoded upload (4 bytes a pixel in RGB): the memory one costs
+    IMAGE_MAX_DECODED_BYTES = 160_000_000
     MAX_CONTENT_LENGTH = 25 * 1024 * 1024  # one upload request
     MANIFEST_MAX_BYTES = 4 * 1024 * 1024  # a manifest.csv (about 100,000 lines)
     IMAGES_PER_PROMPT = 4  # most images one model may have per prompt

@@ -148,7 +148,21 @@ def _check_room(model: GenModel, prompt_id: int) -> None:
 
 
 def _store(model: GenModel, prompt_id: int, decoded, filename: str) -> IngestResult:
-    row, created = images.store_new(decoded, model_id=model.id, prompt_id=prompt_id)
+    """Write the files, then commit the row; if the row does not commit (whatever stops
+    it, a stopped worker included), the files this upload wrote are deleted."""
+    prepared = images.prepare(decoded)
+    del decoded  # (the picture is not needed any more: its memory goes now)
+    try:
+        return _add(model, prompt_id, prepared, filename)
+    except BaseException:
+        db.session.rollback()
+        images.discard(prepared)
+        raise
+
+
+def _add(model: GenModel, prompt_id: int, prepared: images.Prepared, filename: str
+         ) -> IngestResult:
+    row, created = images.add_prepared(prepared, model_id=model.id, prompt_id=prompt_id)
     if not created:
         own = db.session.scalar(select(Image).where(
             Image.sha256 == row.sha256, Image.model_id == model.id,
@@ -170,6 +184,7 @@ def _store(model: GenModel, prompt_id: int, decoded, filename: str) -> IngestRes
     except IntegrityError:
         # the same bytes arrived in a concurrent request and won the unique hash
         db.session.rollback()
+        images.discard(prepared)
         return IngestResult.refused(filename, Conflict(
             "identical image uploaded at the same moment; retry to see which one was kept"),
             prompt_id)
