@@ -139,6 +139,7 @@ def configure_extensions(app: Flask) -> None:
     from arena.extensions import compress, csrf, db
     from arena.infra import (
         database,  # (also registers the SQLite engine hooks)
+        deferred,
         ratelimit_store,  # noqa: F401  (registers arena+sqlite://)
     )
     from arena.infra.storage import LocalStorage
@@ -153,6 +154,7 @@ def configure_extensions(app: Flask) -> None:
     csrf.init_app(app)
     csrf_tokens.init_app(app)  # (each session's signed token kept, not re-signed per page)
     limits.init_app(app)
+    deferred.init_app(app)  # (work a database outage stopped, run again after later responses)
     compress.init_app(app)  # HTML, CSS, JS, JSON; never images (their bytes are the blinding)
     from arena.web import i18n
 
