@@ -18,10 +18,11 @@ import zlib
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import event, func, select, text
 
 from arena.extensions import db
 from arena.models import Image, Prompt
+from tests.conftest import kill_backend
 from tests.datasets import IMAGES
 from tests.factories import make_model, make_owner, make_prompt_set
 from tests.web.helpers import bearer
@@ -54,7 +55,8 @@ UPLOAD = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
     from tests.conftest import app_config
-    from tests.datasets import IMAGES
+    from tests.conftest import kill_backend
+from tests.datasets import IMAGES
     from tests.factories import make_model, make_owner, make_prompt_set
     from arena import create_app
     from arena.infra.instance import upgrade_schema
@@ -97,14 +99,18 @@ def test_a_wide_png_costs_no_more_than_its_decoded_size(tmp_path):
     assert int(grown_mb) < 240, f"the upload grew the process by {grown_mb} MB"
 
 
-@pytest.fixture
-def owner(app):
+def _owner(app) -> tuple[list[int], dict]:
     with app.app_context():
         make_prompt_set("s", ["a red cube", "a blue ball"])
         owner, token = make_owner("acme")
         make_model("Acme-1", owner)
         prompts = db.session.scalars(select(Prompt.id).order_by(Prompt.id)).all()
     return prompts, bearer(token)
+
+
+@pytest.fixture
+def owner(app):
+    return _owner(app)
 
 
 def _send(client, auth, prompt: int, name: str):
@@ -141,3 +147,31 @@ def test_a_store_that_fails_after_writing_its_files_leaves_none(app, owner, fail
         assert db.session.scalar(select(func.count()).select_from(Image)) == 1
     assert _send(client, auth, prompts[1], "ok.webp").status_code == 201  # sent again: kept
     assert len(_files(app)) == 2 * len(kept)
+
+
+@pytest.mark.postgres
+def test_an_upload_whose_database_connection_dies_mid_store_leaves_no_file(pg_app):
+    """As under load: the connection is killed (a PostgreSQL restart) as the row is written,
+    after the files; the owner gets a 503 asking to retry, and the disk holds nothing of it."""
+    prompts, auth = _owner(pg_app)
+    client = pg_app.test_client()
+    assert _send(client, auth, prompts[0], "ok.png").status_code == 201
+    kept = _files(pg_app)
+    with pg_app.app_context():
+        engine = db.engine
+    killed = []
+
+    def kill_at_the_row(conn, cursor, statement, *args):
+        if not killed and statement.lstrip().upper().startswith("INSERT INTO IMAGE"):
+            killed.append(conn.connection.dbapi_connection.info.backend_pid)
+            kill_backend(killed[0])
+
+    event.listen(engine, "before_cursor_execute", kill_at_the_row)
+    try:
+        response = _send(client, auth, prompts[1], "ok.webp")
+    finally:
+        event.remove(engine, "before_cursor_execute", kill_at_the_row)
+    assert killed and response.status_code == 503, response.get_data(as_text=True)
+    assert _files(pg_app) == kept
+    assert _send(client, auth, prompts[1], "ok.webp").status_code == 201  # the retry stores it
+    assert len(_files(pg_app)) == 2 * len(kept)
