@@ -118,7 +118,8 @@ class Defaults:
     TRUSTED_PROXIES = 0  # reverse proxies in front whose X-Forwarded-For/-Proto/-Host count
     SESSION_COOKIE_HTTPONLY = True
     SESSION_COOKIE_SAMESITE = "Lax"
-    SESSION_COOKIE_SECURE = False  # set True behind HTTPS (ARENA_SESSION_COOKIE_SECURE=true)
+    # HTTPS requests get Secure cookies anyway (arena.web.secure_cookies); True: on HTTP too
+    SESSION_COOKIE_SECURE = False
     PERMANENT_SESSION_LIFETIME = 60 * 60 * 24 * 365
     # a year-long cookie needs no re-signing on every response (images included)
     SESSION_REFRESH_EACH_REQUEST = False
