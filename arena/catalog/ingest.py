@@ -151,7 +151,6 @@ def _store(model: GenModel, prompt_id: int, decoded, filename: str) -> IngestRes
     """Write the files, then commit the row; if the row does not commit (whatever stops
     it, a stopped worker included), the files this upload wrote are deleted."""
     prepared = images.prepare(decoded)
-    del decoded  # (the picture is not needed any more: its memory goes now)
     try:
         return _add(model, prompt_id, prepared, filename)
     except BaseException:

@@ -55,8 +55,7 @@ UPLOAD = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
     from tests.conftest import app_config
-    from tests.conftest import kill_backend
-from tests.datasets import IMAGES
+    from tests.datasets import IMAGES
     from tests.factories import make_model, make_owner, make_prompt_set
     from arena import create_app
     from arena.infra.instance import upgrade_schema
