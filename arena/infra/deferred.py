@@ -6,14 +6,16 @@ tests calling services) it runs at once. Making a gold pair takes tens of millis
 inside the request that serves it, that time told a script which session held the gold.
 
 Work sent with ``retry=True`` that a database outage stops (PostgreSQL restarting, a killed
-connection) is kept and run again after the next responses of this process, up to
-``RETRY_ATTEMPTS`` times: the need that asked for it may never be seen again otherwise.
+connection) is kept and run again after a later response of this process, waiting from
+``RETRY_WAIT_S`` seconds, twice as long each time, for up to ``RETRY_ATTEMPTS`` tries (about
+ten minutes): the need that asked for it may never be seen again otherwise.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 
 from flask import Flask, after_this_request, current_app, has_request_context
@@ -23,26 +25,35 @@ from arena.extensions import db
 from arena.infra.database import database_outage
 
 log = logging.getLogger(__name__)
-RETRY_ATTEMPTS = 20
+RETRY_ATTEMPTS = 12
+RETRY_WAIT_S = 1.0
+RETRY_WAIT_MAX_S = 120.0
 PENDING_MAX = 256  # work kept per process; the oldest is dropped beyond
 
 
 class Pending:
-    """The work an outage stopped, with the attempts made so far (one per app)."""
+    """The work an outage stopped, each with its tries so far and when it is due (one per
+    app)."""
 
     def __init__(self):
-        self.work: deque[tuple[object, tuple, dict, int]] = deque(maxlen=PENDING_MAX)
+        self.work: deque[tuple[object, tuple, dict, int, float]] = deque(maxlen=PENDING_MAX)
         self.lock = threading.Lock()
 
-    def add(self, item: tuple) -> None:
+    def add(self, fn, args: tuple, kwargs: dict, attempts: int) -> None:
+        wait = min(RETRY_WAIT_S * 2 ** (attempts - 1), RETRY_WAIT_MAX_S)
         with self.lock:
-            self.work.append(item)
+            self.work.append((fn, args, kwargs, attempts, time.monotonic() + wait))
 
-    def take(self) -> list[tuple]:
+    def take_due(self) -> list[tuple]:
+        """The work due now, taken out; the rest stays."""
+        now = time.monotonic()
         with self.lock:
-            taken = list(self.work)
-            self.work.clear()
-        return taken
+            due = [item for item in self.work if item[4] <= now]
+            if due:
+                kept = [item for item in self.work if item[4] > now]
+                self.work.clear()
+                self.work.extend(kept)
+        return due
 
 
 def after_response(fn, /, *args, retry: bool = False, **kwargs) -> None:
@@ -69,7 +80,7 @@ def _run(app: Flask, fn, args: tuple, kwargs: dict, attempts: int) -> None:
             if attempts + 1 < RETRY_ATTEMPTS and _outage(exc):
                 log.warning("deferred %s stopped by the database (%s): tried again later",
                             getattr(fn, "__name__", fn), exc)
-                app.extensions["arena_deferred"].add((fn, args, kwargs, attempts + 1))
+                app.extensions["arena_deferred"].add(fn, args, kwargs, attempts + 1)
             else:
                 log.exception("deferred %s failed", getattr(fn, "__name__", fn))
         finally:
@@ -87,7 +98,7 @@ def init_app(app: Flask) -> None:
     @app.after_request
     def retry_pending(response):
         if pending.work:  # (a deque's length: nothing more on most responses)
-            for fn, args, kwargs, attempts in pending.take():
+            for fn, args, kwargs, attempts, _ in pending.take_due():
                 response.call_on_close(
                     lambda f=fn, a=args, k=kwargs, n=attempts: _run(app, f, a, k, n))
         return response
