@@ -1,9 +1,10 @@
 """Images: safe decoding with Pillow, re-encoding, storage, and the presented variants.
 
 Every stored image is re-encoded as WebP (EXIF and other metadata dropped, orientation
-applied) and stored under the SHA-256 of those bytes -- a storage name only, never shown to
-anyone: voters and evaluators get :func:`present`-ed squares at ``PRESENT_SIZES`` under
-per-task names (see :mod:`arena.catalog.presentation`).
+applied, a short side over twice the largest presented size reduced by an integer factor:
+:func:`reduction`) and stored under the SHA-256 of those bytes -- a storage name only, never
+shown to anyone: voters and evaluators get :func:`present`-ed squares at ``PRESENT_SIZES``
+under per-task names (see :mod:`arena.catalog.presentation`).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def decode(data: bytes, *, max_pixels: int | None = None, filename: str | None =
         raise ImageRejected("not a readable image: no JPEG, PNG or WebP data inside") from exc
     except (OSError, SyntaxError, ValueError) as exc:
         raise ImageRejected(f"not a readable image: {exc}") from exc
-    img = ImageOps.exif_transpose(img)  # (on the reduced picture: a copy of a small one)
+    ImageOps.exif_transpose(img, in_place=True)  # (no copy of the picture when upright)
     return img if img.mode == "RGB" else img.convert("RGB")
 
 
@@ -80,8 +81,9 @@ def decoded_bytes(img: PILImage.Image) -> int:
 
 
 def reduction(width: int, height: int) -> int:
-    """The integer factor the stored copy of an image is reduced by: its short side stays
-    above the largest presented size (never upscaled) and at most twice it."""
+    """The integer factor the stored copy of an image is reduced by: a short side over
+    twice the largest presented size comes down to between that size and twice it, so
+    presenting never upscales and the stored copy costs no more than it needs."""
     cfg = current_app.config
     largest = max(*cfg["PRESENT_SIZES"], cfg["HYPE_PRESENT_SIZE"])
     return max(1, -(-min(width, height) // (2 * largest)))
