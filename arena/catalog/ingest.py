@@ -94,9 +94,14 @@ def upload_name(name: str | None) -> str:
     systems refuse, at most 200 characters; "upload" when nothing is left. A browser's or a
     script's name is untrusted text: it reaches pages, JSON and logs only this way."""
     last = re.split(r"[/\\]", unicodedata.normalize("NFC", name or ""))[-1]
-    kept = "".join(c for c in last if unicodedata.category(c) not in ("Cc", "Cf", "Cs")
-                   and c not in ':*?"<>|')
+    kept = "".join(c for c in printable(last) if c not in ':*?"<>|')
     return kept.strip(" .")[:200] or "upload"
+
+
+def printable(text: str) -> str:
+    """``text`` without control or format characters: a name from an archive shown on a
+    terminal cannot clear the screen or reorder what follows it."""
+    return "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf", "Cs"))
 
 
 def prompt_id_from_filename(filename: str) -> int | None:

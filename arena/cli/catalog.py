@@ -58,7 +58,7 @@ def import_command(source, model_name):
         results = ingest.ingest_batch(model, items, progress=lambda _r: bar.update(1))
     refused = [r for r in results if not r.ok]
     for r in refused:
-        click.echo(f"refused  {r.filename}: {r.reason}", err=True)
+        click.echo(f"refused  {ingest.printable(r.filename)}: {r.reason}", err=True)
     accepted = sum(r.ok and not r.duplicate for r in results)
     click.echo(f"{accepted} accepted, {sum(r.duplicate for r in results)} already there, "
                f"{len(refused)} refused")

@@ -78,3 +78,19 @@ def test_the_rule_itself():
     assert upload_name("C:\\Users\\me\\a:b*?.png") == "ab.png"
     assert upload_name("é" * 300 + ".png") == "é" * 200
     assert _clean(upload_name("".join(chr(c) for c in range(0x2070))))
+
+
+def test_names_from_an_archive_reach_the_terminal_without_escapes(app, owner, tmp_path):
+    """`arena import` lists refused files by name: a member named with a terminal escape
+    (clear the screen) or a bidi override would have acted on the operator's terminal."""
+    import zipfile
+
+    pid, _ = owner
+    archive = tmp_path / "batch.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.writestr(f"\x1b[2J{pid}_1.png", b"not an image")
+        bundle.writestr(f"dir/{pid}_2\u202egnp.png", b"not an image")
+    result = app.test_cli_runner().invoke(args=["import", str(archive), "--model", "Acme-1"])
+    assert result.exit_code == 1
+    assert f"[2J{pid}_1.png" in result.output and f"dir/{pid}_2gnp.png" in result.output
+    assert not any(c in result.output for c in "\x1b\u202e")
