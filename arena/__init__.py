@@ -123,7 +123,11 @@ def configure_app(app: Flask, config: dict | None) -> None:
 def configure_proxies(app: Flask) -> None:
     """Behind ``TRUSTED_PROXIES`` reverse proxies, take the client address, scheme and host
     from their X-Forwarded-* headers (rate limits key on the real client, not the proxy).
-    With 0 (the default) those headers are ignored: anyone could forge them."""
+    With 0 (the default) those headers are ignored: anyone could forge them. Cookies set in
+    reply to an HTTPS request (as ProxyFix tells it) are marked Secure."""
+    from arena.web.secure_cookies import SecureCookies
+
+    app.wsgi_app = SecureCookies(app.wsgi_app)  # (inside ProxyFix: it sees the client's scheme)
     hops = int(app.config["TRUSTED_PROXIES"])
     if hops > 0:
         from werkzeug.middleware.proxy_fix import ProxyFix
@@ -135,6 +139,7 @@ def configure_extensions(app: Flask) -> None:
     from arena.extensions import compress, csrf, db
     from arena.infra import (
         database,  # (also registers the SQLite engine hooks)
+        deferred,
         ratelimit_store,  # noqa: F401  (registers arena+sqlite://)
     )
     from arena.infra.storage import LocalStorage
@@ -149,6 +154,7 @@ def configure_extensions(app: Flask) -> None:
     csrf.init_app(app)
     csrf_tokens.init_app(app)  # (each session's signed token kept, not re-signed per page)
     limits.init_app(app)
+    deferred.init_app(app)  # (work a database outage stopped, run again after later responses)
     compress.init_app(app)  # HTML, CSS, JS, JSON; never images (their bytes are the blinding)
     from arena.web import i18n
 

@@ -56,7 +56,10 @@ class Defaults:
     IMAGE_MAX_PIXELS = 40_000_000
     IMAGE_MAX_SIDE = 10_000
     IMAGE_MAX_BYTES = 20 * 1024 * 1024
+    # Pillow's buffer for a decoded upload (4 bytes a pixel in RGB): the memory one costs
+    IMAGE_MAX_DECODED_BYTES = 160_000_000
     MAX_CONTENT_LENGTH = 25 * 1024 * 1024  # one upload request
+    MANIFEST_MAX_BYTES = 4 * 1024 * 1024  # a manifest.csv (about 100,000 lines)
     IMAGES_PER_PROMPT = 4  # most images one model may have per prompt
     # Every image a voter or evaluator sees is a centre-cropped square at these sizes (px),
     # WebP at this quality: one size and one encoding, whatever the model or source.
@@ -115,7 +118,8 @@ class Defaults:
     TRUSTED_PROXIES = 0  # reverse proxies in front whose X-Forwarded-For/-Proto/-Host count
     SESSION_COOKIE_HTTPONLY = True
     SESSION_COOKIE_SAMESITE = "Lax"
-    SESSION_COOKIE_SECURE = False  # set True behind HTTPS (ARENA_SESSION_COOKIE_SECURE=true)
+    # HTTPS requests get Secure cookies anyway (arena.web.secure_cookies); True: on HTTP too
+    SESSION_COOKIE_SECURE = False
     PERMANENT_SESSION_LIFETIME = 60 * 60 * 24 * 365
     # a year-long cookie needs no re-signing on every response (images included)
     SESSION_REFRESH_EACH_REQUEST = False

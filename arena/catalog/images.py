@@ -1,9 +1,10 @@
 """Images: safe decoding with Pillow, re-encoding, storage, and the presented variants.
 
 Every stored image is re-encoded as WebP (EXIF and other metadata dropped, orientation
-applied) and stored under the SHA-256 of those bytes -- a storage name only, never shown to
-anyone: voters and evaluators get :func:`present`-ed squares at ``PRESENT_SIZES`` under
-per-task names (see :mod:`arena.catalog.presentation`).
+applied, a short side over twice the largest presented size reduced by an integer factor:
+:func:`reduction`) and stored under the SHA-256 of those bytes -- a storage name only, never
+shown to anyone: voters and evaluators get :func:`present`-ed squares at ``PRESENT_SIZES``
+under per-task names (see :mod:`arena.catalog.presentation`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from flask import current_app
 from PIL import Image as PILImage
 from PIL import ImageOps
 from sqlalchemy import func, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from arena.errors import NotFound, Rejected
 from arena.extensions import db
@@ -56,7 +58,7 @@ def decode(data: bytes, *, max_pixels: int | None = None, filename: str | None =
             warnings.simplefilter("error", PILImage.DecompressionBombWarning)
             img = PILImage.open(io.BytesIO(data))
             _check_header(img, EXTENSIONS.get(suffix), max_pixels or cfg["IMAGE_MAX_PIXELS"])
-            img.load()
+            img = _decoded_small(img)
     except ImageRejected:
         raise
     except (PILImage.DecompressionBombError, PILImage.DecompressionBombWarning) as exc:
@@ -65,7 +67,48 @@ def decode(data: bytes, *, max_pixels: int | None = None, filename: str | None =
         raise ImageRejected("not a readable image: no JPEG, PNG or WebP data inside") from exc
     except (OSError, SyntaxError, ValueError) as exc:
         raise ImageRejected(f"not a readable image: {exc}") from exc
-    return ImageOps.exif_transpose(img).convert("RGB")
+    ImageOps.exif_transpose(img, in_place=True)  # (no copy of the picture when upright)
+    return img if img.mode == "RGB" else img.convert("RGB")
+
+
+# bytes per pixel of Pillow's decoded buffer by mode (three bands are stored in four)
+_PIXEL_BYTES = {"1": 1, "L": 1, "P": 1, "I;16": 2, "I;16B": 2, "I;16L": 2, "LA": 4, "PA": 4}
+
+
+def decoded_bytes(img: PILImage.Image) -> int:
+    """The bytes Pillow's buffer for ``img`` takes once decoded, from its header."""
+    return img.width * img.height * _PIXEL_BYTES.get(img.mode, 4)
+
+
+def reduction(width: int, height: int) -> int:
+    """The integer factor the stored copy of an image is reduced by: a short side over
+    twice the largest presented size comes down to between that size and twice it, so
+    presenting never upscales and the stored copy costs no more than it needs."""
+    cfg = current_app.config
+    largest = max(*cfg["PRESENT_SIZES"], cfg["HYPE_PRESENT_SIZE"])
+    return max(1, -(-min(width, height) // (2 * largest)))
+
+
+def _decoded_small(img: PILImage.Image) -> PILImage.Image:
+    """Decode ``img`` (opened, header checked) at no more than the stored size: a JPEG is
+    decoded already scaled down (its DCT does it), anything else is decoded once and
+    reduced by an integer factor before any other copy is made. The decoded buffer is
+    checked against IMAGE_MAX_DECODED_BYTES before a pixel is decoded."""
+    budget = current_app.config["IMAGE_MAX_DECODED_BYTES"]
+    factor = reduction(img.width, img.height)
+    if factor > 1 and img.format == "JPEG":
+        img.draft(img.mode, (img.width // factor, img.height // factor))
+    if decoded_bytes(img) > budget:
+        raise ImageRejected(f"{img.width}x{img.height} in mode {img.mode} decodes to "
+                            f"{decoded_bytes(img):,} bytes, over the {budget:,} byte limit")
+    img.load()
+    factor = reduction(img.width, img.height)
+    if factor == 1:
+        return img
+    if img.mode not in ("L", "LA", "RGB", "RGBA", "I", "F"):
+        img = img.convert("RGBA" if "A" in img.getbands() or "transparency" in img.info
+                          else "RGB")
+    return img.reduce(factor)  # (keeps the EXIF orientation, applied after)
 
 
 def _check_header(img: PILImage.Image, claimed: str | None, max_pixels: int) -> None:
@@ -103,7 +146,8 @@ def present(img: PILImage.Image, size: int) -> bytes:
     reach a voter's browser."""
     side = min(img.width, img.height)
     left, top = (img.width - side) // 2, (img.height - side) // 2
-    square = img.convert("RGB").crop((left, top, left + side, top + side))
+    square = img.crop((left, top, left + side, top + side))
+    square = square if square.mode == "RGB" else square.convert("RGB")
     if side != size:
         square = square.resize((size, size), PILImage.Resampling.LANCZOS)
     return _encode(square, quality=int(current_app.config["PRESENT_QUALITY"]))
@@ -136,26 +180,50 @@ def store_new(
 
 @dataclass(frozen=True)
 class Prepared:
-    """An image re-encoded and written with its presented variants, not yet a row."""
+    """An image re-encoded and written with its presented variants, not yet a row;
+    ``written``: its files were written now (no earlier store had them)."""
 
     sha256: str
     width: int
     height: int
+    written: bool = False
 
 
 def prepare(img: PILImage.Image) -> Prepared:
     """Re-encode ``img`` and write it and its presented variants (content-addressed files:
     writing them twice is harmless). The expensive half of :func:`store_new`, which needs
-    no transaction: callers holding a write lock do this before taking it."""
-    img = img.convert("RGB")
+    no transaction: callers holding a write lock do this before taking it. A caller whose
+    row then fails to commit calls :func:`discard` so no file is left without a row."""
+    img = img if img.mode == "RGB" else img.convert("RGB")
     full = _encode(img, quality=90)
     sha = hashlib.sha256(full).hexdigest()
     storage = get_storage()
-    if not storage.exists(full_name(sha)):  # the full file last: it vouches for the rest
+    written = not storage.exists(full_name(sha))
+    if written:  # the full file last: it vouches for the rest
         for size in current_app.config["PRESENT_SIZES"]:
             storage.put(presented_name(sha, size), present(img, size))
         storage.put(full_name(sha), full)
-    return Prepared(sha, img.width, img.height)
+    return Prepared(sha, img.width, img.height, written)
+
+
+def discard(prepared: Prepared) -> None:
+    """Delete the files :func:`prepare` wrote for ``prepared`` unless a committed row names
+    them: a store whose row did not commit (a database error, a lost race, a worker stopped)
+    leaves nothing on disk. Call after the rollback."""
+    if not prepared.written:
+        return
+    try:
+        named = db.session.scalar(select(Image.id).where(Image.sha256 == prepared.sha256)
+                                  .limit(1)) is not None
+    except SQLAlchemyError:  # (the database is what failed: no row can vouch for them)
+        db.session.rollback()
+        named = False
+    if named:
+        return
+    storage = get_storage()
+    storage.delete(full_name(prepared.sha256))  # first: without it the rest is rewritten
+    for size in current_app.config["PRESENT_SIZES"]:
+        storage.delete(presented_name(prepared.sha256, size))
 
 
 def add_prepared(prepared: Prepared, *, model_id: int | None, prompt_id: int | None,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -58,6 +59,8 @@ class IngestResult:
 
     @classmethod
     def refused(cls, filename: str, error: ArenaError, prompt_id: int | None = None):
+        # kept without its traceback, whose frames hold the refused file's bytes
+        error.__traceback__ = error.__cause__ = error.__context__ = None
         return cls(filename, False, error.message, prompt_id=prompt_id, error=error)
 
 
@@ -83,6 +86,22 @@ class Manifest:
     def prompt_for(self, filename: str) -> str | None:
         path = PurePosixPath(filename.replace("\\", "/"))
         return self.by_path.get(path.as_posix()) or self.by_name.get(path.name)
+
+
+def upload_name(name: str | None) -> str:
+    """An uploaded file's name as the arena uses and shows it: its last path component,
+    without control or format characters (NUL, escapes, bidi overrides) or characters file
+    systems refuse, at most 200 characters; "upload" when nothing is left. A browser's or a
+    script's name is untrusted text: it reaches pages, JSON and logs only this way."""
+    last = re.split(r"[/\\]", unicodedata.normalize("NFC", name or ""))[-1]
+    kept = "".join(c for c in printable(last) if c not in ':*?"<>|')
+    return kept.strip(" .")[:200] or "upload"
+
+
+def printable(text: str) -> str:
+    """``text`` without control or format characters: a name from an archive shown on a
+    terminal cannot clear the screen or reorder what follows it."""
+    return "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf", "Cs"))
 
 
 def prompt_id_from_filename(filename: str) -> int | None:
@@ -134,7 +153,20 @@ def _check_room(model: GenModel, prompt_id: int) -> None:
 
 
 def _store(model: GenModel, prompt_id: int, decoded, filename: str) -> IngestResult:
-    row, created = images.store_new(decoded, model_id=model.id, prompt_id=prompt_id)
+    """Write the files, then commit the row; if the row does not commit (whatever stops
+    it, a stopped worker included), the files this upload wrote are deleted."""
+    prepared = images.prepare(decoded)
+    try:
+        return _add(model, prompt_id, prepared, filename)
+    except BaseException:
+        db.session.rollback()
+        images.discard(prepared)
+        raise
+
+
+def _add(model: GenModel, prompt_id: int, prepared: images.Prepared, filename: str
+         ) -> IngestResult:
+    row, created = images.add_prepared(prepared, model_id=model.id, prompt_id=prompt_id)
     if not created:
         own = db.session.scalar(select(Image).where(
             Image.sha256 == row.sha256, Image.model_id == model.id,
@@ -156,6 +188,7 @@ def _store(model: GenModel, prompt_id: int, decoded, filename: str) -> IngestRes
     except IntegrityError:
         # the same bytes arrived in a concurrent request and won the unique hash
         db.session.rollback()
+        images.discard(prepared)
         return IngestResult.refused(filename, Conflict(
             "identical image uploaded at the same moment; retry to see which one was kept"),
             prompt_id)
@@ -198,47 +231,85 @@ def ingest_uploads(model: GenModel, files: list[tuple[str, bytes]],
     """The upload form: files as (name, bytes), a ``manifest.csv`` among them or not, an
     optional prompt id for all, and the seconds the request may spend storing them. Raises
     TableError for an unusable manifest (nothing is stored then)."""
-    manifest = next((Manifest.parse(_utf8(data), "manifest.csv") for name, data in files
-                     if PurePosixPath(name).name == "manifest.csv"), Manifest([]))
+    files = [(upload_name(name), data) for name, data in files]
+    manifest = next((_manifest(data) for name, data in files
+                     if name == "manifest.csv"), Manifest([]))
     items = []
     for name, data in files:
-        if PurePosixPath(name).name == "manifest.csv":
+        if name == "manifest.csv":
             continue
         chosen = prompt_id or manifest.prompt_for(name) or prompt_id_from_filename(name)
-        items.append((PurePosixPath(name).name, chosen, data if chosen is not None else UNNAMED))
+        items.append((name, chosen, data if chosen is not None else UNNAMED))
     return ingest_batch(model, items, budget_seconds=budget_seconds)
 
 
-def _utf8(data: bytes) -> str:
+def _manifest(data: bytes, source: str = "manifest.csv") -> Manifest:
+    """Raises TableError for more bytes than MANIFEST_MAX_BYTES or text that is not UTF-8."""
+    _check_manifest_size(len(data), source)
+    return Manifest.parse(_utf8(data, source), source)
+
+
+def _check_manifest_size(size: int, source: str) -> None:
+    limit = current_app.config["MANIFEST_MAX_BYTES"]
+    if size > limit:
+        raise TableError(f"{source}: {size:,} bytes exceeds the {limit:,} byte limit of a "
+                         "manifest (MANIFEST_MAX_BYTES)")
+
+
+def _utf8(data: bytes, source: str = "manifest.csv") -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise TableError(f"manifest.csv: not UTF-8 text ({exc.reason})") from exc
+        raise TableError(f"{source}: not UTF-8 text ({exc.reason})") from exc
 
 
-def items_from_folder(folder: Path) -> Iterator[tuple[str, object, bytes | str]]:
+def import_items(source: Path) -> tuple[int, Iterator[tuple[str, object, bytes | str]]]:
+    """How many items a folder or a zip holds, and the items, each file read only when its
+    turn comes (never the whole archive in memory). Raises TableError."""
+    reader = items_from_folder if source.is_dir() else items_from_zip
+    count = sum(1 for _ in reader(source, read=False))
+    return count, reader(source)
+
+
+def items_from_folder(folder: Path, read: bool = True
+                      ) -> Iterator[tuple[str, object, bytes | str]]:
     """Items from a folder with ``manifest.csv`` (prompt_id,path), or named
     ``<prompt_id>_<n>.<ext>`` when there is no manifest. The manifest is checked whole
-    before any file is read. Raises TableError."""
+    before any file is read. With ``read`` False, no file's bytes are read (b"" instead).
+    Raises TableError."""
     manifest_path = folder / "manifest.csv"
     root = folder.resolve()
     if not manifest_path.exists():
         for path in sorted(p for p in folder.iterdir() if p.is_file()):
             prompt_id = prompt_id_from_filename(path.name)
-            yield path.name, prompt_id, path.read_bytes() if prompt_id is not None else UNNAMED
+            yield path.name, prompt_id, _file(path, read) if prompt_id is not None else UNNAMED
         return
-    manifest = Manifest.parse(_utf8(manifest_path.read_bytes()))
+    _check_manifest_size(manifest_path.stat().st_size, "manifest.csv")
+    manifest = _manifest(manifest_path.read_bytes())
     for line, _, rel in manifest.rows:
         if root not in (folder / rel).resolve().parents:
             raise TableError(f"manifest.csv: line {line}: {rel} is outside the folder")
     for _, prompt_id, rel in manifest.rows:
         path = (folder / rel).resolve()
-        yield rel, prompt_id, path.read_bytes() if path.is_file() else "file not found"
+        yield rel, prompt_id, _file(path, read) if path.is_file() else "file not found"
 
 
-def items_from_zip(archive: Path) -> Iterator[tuple[str, object, bytes | str]]:
-    """Items from a zip read in memory (nothing is extracted to disk); members larger than
-    the byte limit are reported without being inflated. Raises TableError."""
+def _file(path: Path, read: bool) -> bytes | str:
+    """A file's bytes (b"" unless ``read``), or why not: more than the byte limit is never
+    read into memory."""
+    limit, size = current_app.config["IMAGE_MAX_BYTES"], path.stat().st_size
+    if size > limit:
+        return f"{size:,} bytes exceeds the {limit:,} byte limit"
+    return path.read_bytes() if read else b""
+
+
+def items_from_zip(archive: Path, read: bool = True
+                   ) -> Iterator[tuple[str, object, bytes | str]]:
+    """Items from a zip read in memory (nothing is extracted to disk), one member at a time.
+    Every member is inflated with a cap: one declared or found larger than its limit (the
+    image byte limit, or MANIFEST_MAX_BYTES for the manifest) is refused without more of it
+    in memory than the limit, so a zip bomb costs no more than a legitimate file. With
+    ``read`` False, no image member is inflated (b"" instead). Raises TableError."""
     limit = current_app.config["IMAGE_MAX_BYTES"]
     try:
         bundle = zipfile.ZipFile(archive)
@@ -249,7 +320,12 @@ def items_from_zip(archive: Path) -> Iterator[tuple[str, object, bytes | str]]:
         manifest_name = next((n for n in members if Path(n).name == "manifest.csv"), None)
         if manifest_name:
             base = str(Path(manifest_name).parent)
-            manifest = Manifest.parse(_utf8(bundle.read(manifest_name)), manifest_name)
+            info = members[manifest_name]
+            _check_manifest_size(info.file_size, manifest_name)  # before inflating a byte
+            data = _capped(bundle, info, current_app.config["MANIFEST_MAX_BYTES"])
+            if isinstance(data, str):
+                raise TableError(f"{manifest_name}: {data}")
+            manifest = _manifest(data, manifest_name)
             wanted = [(pid, rel, rel if base == "." else f"{base}/{rel}")
                       for _, pid, rel in manifest.rows]
         else:
@@ -263,14 +339,21 @@ def items_from_zip(archive: Path) -> Iterator[tuple[str, object, bytes | str]]:
             elif prompt_id is None:
                 yield shown, None, UNNAMED
             else:
-                yield shown, prompt_id, _member(bundle, info)
+                yield shown, prompt_id, _capped(bundle, info, limit) if read else b""
 
 
-def _member(bundle: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes | str:
+def _capped(bundle: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes | str:
     """A member's bytes, or why it cannot be read: a corrupt member (or one whose inflated
     bytes disagree with its declared size or checksum) is that file's failure, reported like
-    any other, not the end of the import. Inflating stops at the declared size."""
+    any other, not the end of the import. At most ``limit`` + 1 bytes are ever inflated,
+    whatever the member's header claims."""
+    data = bytearray()
     try:
-        return bundle.read(info)
+        with bundle.open(info) as fh:
+            while len(data) <= limit and (chunk := fh.read(1 << 20)):
+                data += chunk
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
         return f"corrupt in the archive ({exc})"
+    if len(data) > limit:
+        return f"inflates to more than the {limit:,} byte limit"
+    return bytes(data)

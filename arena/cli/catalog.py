@@ -53,13 +53,12 @@ def import_command(source, model_name):
     listed with their reason; the exit code is 1 if any file was refused.
     """
     model = registry.get_model(model_name)
-    reader = ingest.items_from_folder if source.is_dir() else ingest.items_from_zip
-    items = list(reader(source))
-    with click.progressbar(length=len(items), label=f"Importing into {model_name}") as bar:
+    count, items = ingest.import_items(source)
+    with click.progressbar(length=count, label=f"Importing into {model_name}") as bar:
         results = ingest.ingest_batch(model, items, progress=lambda _r: bar.update(1))
     refused = [r for r in results if not r.ok]
     for r in refused:
-        click.echo(f"refused  {r.filename}: {r.reason}", err=True)
+        click.echo(f"refused  {ingest.printable(r.filename)}: {r.reason}", err=True)
     accepted = sum(r.ok and not r.duplicate for r in results)
     click.echo(f"{accepted} accepted, {sum(r.duplicate for r in results)} already there, "
                f"{len(refused)} refused")

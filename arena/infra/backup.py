@@ -150,6 +150,26 @@ def _is_empty(database: Path) -> bool:
                        for t in COUNTED if t in tables)
 
 
+def _private_folder(folder: Path) -> None:
+    """``folder`` made 0700, with every parent it lacks (mkdir's mode covers the last one
+    only and is masked by the umask)."""
+    missing = []
+    while not missing or not missing[-1].exists():
+        missing.append(missing[-1].parent if missing else folder)
+    for made in reversed(missing[:-1]):
+        made.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(made, 0o700)
+    os.chmod(folder, 0o700)
+
+
+def _private_file(path: Path):
+    """``path`` opened for writing, created 0600 (never readable by others, not even
+    briefly); an existing file is made 0600."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "wb")
+
+
 def restore(source: Path, progress=None) -> Summary:
     """Restore the backup ``source`` into this instance, whose database must be empty (a new
     instance); then bring its schema to the newest migration. Checks the database against the
@@ -174,7 +194,8 @@ def restore(source: Path, progress=None) -> Summary:
         tar = tarfile.open(source)  # noqa: SIM115 (closed below)
     except (OSError, tarfile.TarError) as exc:
         raise Rejected(f"{source}: not a readable backup ({exc})") from exc
-    database.parent.mkdir(parents=True, exist_ok=True)  # a new instance: its folder too
+    for folder in (instance, database.parent):  # a new instance: its folders too
+        _private_folder(folder)
     with tar, tempfile.TemporaryDirectory(dir=database.parent, prefix=".arena-restore-") as tmp:
         members = {m.name: m for m in tar.getmembers()}
         for member in members.values():
@@ -199,14 +220,15 @@ def restore(source: Path, progress=None) -> Summary:
             target = _member_target(name, image_dir, instance)
             if target is None:
                 continue
-            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with tar.extractfile(member) as fh, target.open("wb") as out:
+            _private_folder(target.parent)
+            with tar.extractfile(member) as fh, _private_file(target) as out:
                 out.write(fh.read())
-            os.chmod(target, 0o600)
             if name.startswith(f"{IMAGES}/"):
                 written += 1
                 if progress is not None:
                     progress(1)
+        if image_dir.exists():
+            _private_folder(image_dir)
         db.session.remove()
         db.engine.dispose()  # (no pooled connection to the file being replaced)
         for suffix in ("-wal", "-shm", "-journal"):

@@ -1,7 +1,8 @@
 """Where image bytes live. One small interface; the local folder is the default.
 
-A deployment on object storage implements the same four methods (``put``, ``open``,
-``exists``, ``size``) over its bucket and sets ``app.extensions["arena_storage"]``; see README.
+A deployment on object storage implements the same five methods (``put``, ``open``,
+``exists``, ``size``, ``delete``) over its bucket and sets
+``app.extensions["arena_storage"]``; see README.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ class Storage(Protocol):
     def open(self, name: str) -> BinaryIO: ...
     def exists(self, name: str) -> bool: ...
     def size(self, name: str) -> int: ...
+    def delete(self, name: str) -> None: ...
 
 
 class LocalStorage:
@@ -55,6 +57,10 @@ class LocalStorage:
 
     def size(self, name: str) -> int:
         return self.path(name).stat().st_size
+
+    def delete(self, name: str) -> None:
+        """Remove ``name`` if it is there."""
+        self.path(name).unlink(missing_ok=True)
 
 
 def get_storage() -> Storage:

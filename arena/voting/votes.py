@@ -142,6 +142,7 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
     InvalidVote
         Malformed choice or response time.
     """
+    response_ms = _validate_payload(choice, response_ms)  # (a malformed replay is no duplicate)
     context = owned_task(voter, task_id)
     if context.skipped_at is not None:
         raise TaskSkipped("this task was skipped; go on with the next one")
@@ -149,7 +150,6 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
         return VoteResult(accepted=False, session_id=context.session_public_id, duplicate=True)
     if context.caption is not None and context.read_confirmed_at is None:
         raise ReadNotConfirmed("confirm that you read the caption before choosing")
-    response_ms = _validate_payload(choice, response_ms)
     ballot = replace(_ballot(context, voter, choice, response_ms, now or utcnow()),
                      language=language)
     pool = voter.pool or 0  # (read before the commit expires the voter)

@@ -230,7 +230,7 @@ def upload_image(name: str):
     if upload is None or "prompt_id" not in request.form:
         raise Invalid("send multipart fields 'image' (the file) and 'prompt_id'")
     result = ingest.ingest_image(model, request.form["prompt_id"], upload.read(),
-                                 upload.filename or "upload")
+                                 ingest.upload_name(upload.filename))
     if result.ok:
         return jsonify(result.as_dict()), 200 if result.duplicate else 201
     return jsonify(error=result.reason, **result.as_dict()), status_for(result.error)

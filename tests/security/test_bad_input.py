@@ -79,3 +79,40 @@ def test_a_post_stratified_ranking_of_an_empty_slice(served):
         response = client.get(f"/api/v1/leaderboard?{query}", headers=bearer(token))
         assert response.status_code == 200, (query, response.status_code)
         assert response.json["total_votes"] == 0
+
+
+MALFORMED_VOTES = [{"choice": "both"}, {"choice": None}, {"choice": ["left"]},
+                   {"choice": "left", "response_ms": "fast"},
+                   {"choice": "left", "response_ms": -1}, {"choice": "left", "response_ms": True}]
+
+
+def test_a_malformed_vote_on_an_answered_task_is_refused_not_a_duplicate(app, web_campaign):
+    """A replay of an answered task with a malformed body got "200 duplicate", telling a
+    script its garbage had been accepted once; the body is checked first, on every channel."""
+    from tests.web.helpers import confirm_read_if_asked, csrf_token, start_session, task_id
+
+    app.config["REVEAL_WORD_MS"] = 0
+    client = app.test_client()
+    body = client.post("/api/v1/sessions", json={"criterion": "preference"}).json
+    url = f"/api/v1/tasks/{body['tasks'][0]['task_id']}/vote"
+    token = bearer(body["voter_token"])
+    assert client.post(url, json={"choice": "left"}, headers=token).status_code == 201
+    for malformed in MALFORMED_VOTES:
+        response = client.post(url, json=malformed, headers=token)
+        assert response.status_code == 400, (malformed, response.status_code, response.json)
+        assert "duplicate" not in response.json
+    assert client.post(url, json={"choice": "left"}, headers=token).json["duplicate"] is True
+
+    form = app.test_client()
+    html = form.get(start_session(form).headers["Location"]).get_data(as_text=True)
+    html = confirm_read_if_asked(form, html)
+    tid, csrf = task_id(html), csrf_token(html)
+    assert form.post(f"/t/{tid}", data={"csrf_token": csrf, "choice": "left"}).status_code == 303
+    for headers in ({}, {"HX-Request": "true"}):
+        for choice in ("both", "", "left\x01"):
+            response = form.post(f"/t/{tid}", data={"csrf_token": csrf, "choice": choice},
+                                 headers=headers)
+            assert response.status_code == 400, (choice, headers, response.status_code)
+        response = form.post(f"/t/{tid}", data={"csrf_token": csrf, "choice": "left",
+                                                "response_ms": str(10**12)}, headers=headers)
+        assert response.status_code == 400, (headers, response.status_code)

@@ -104,3 +104,31 @@ def test_damaged_or_crafted_backups_are_refused_before_writing(app, tmp_path):
     junk = runner.invoke(args=["restore", str(tmp_path / "junk.tar")])
     assert junk.exit_code == 1 and "not a readable backup" in junk.output
     assert runner.invoke(args=["restore", str(good)]).exit_code == 0  # the real one works
+
+
+def test_a_restored_instance_is_private_to_its_user(app, tmp_path):
+    """Under the usual umask (022), a restored instance folder came out 0755: anyone on
+    the machine could list it and read its images. Every folder restored is 0700 and every
+    file 0600, whether the folder existed (made 0755 by hand) or restore made it."""
+    with app.app_context():
+        make_campaign(gold=False, n_prompts=1)
+    target = tmp_path / "arena.tar"
+    assert app.test_cli_runner().invoke(args=["backup", str(target)]).exit_code == 0
+    for name, made in (("new-folder", False), ("existing-folder", True)):
+        (tmp_path / name).mkdir()
+        fresh, folder = _new_instance(tmp_path / name, "instance", made=made)
+        if made:
+            folder.chmod(0o755)
+        done = fresh.test_cli_runner().invoke(args=["restore", str(target)])
+        assert done.exit_code == 0, done.output
+        with fresh.app_context():
+            db.session.remove()
+            db.engine.dispose()
+        restored = [folder, *folder.rglob("*")]
+        assert len([p for p in restored if p.is_file()]) > 3
+        modes = {p.relative_to(folder).as_posix(): stat.S_IMODE(p.stat().st_mode)
+                 for p in restored}
+        assert {p: m for p, m in modes.items() if (folder / p).is_dir() and m != 0o700} == {}
+        assert {p: m for p, m in modes.items()
+                if (folder / p).is_file() and p in _files(folder) and m != 0o600
+                and not p.startswith("arena.sqlite3-")} == {}
