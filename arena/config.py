@@ -149,8 +149,8 @@ class Defaults:
     # How often a server process's Python hands the GIL from a busy thread to a waiting one
     # (ms; Python's own default is 5). A thread holding SQLite's writer lock gives the GIL up
     # at every statement and waits for it back while another thread of its process runs:
-    # up to the whole interval, with every writer of the machine waiting behind it. At 0.5
-    # the vote's p99 under load fell by 9-23% (benchmarks/ingest.py, README, stop 32).
+    # up to the whole interval, with every writer of the machine waiting behind it (at 0.5
+    # the vote's p99 under load fell by 9-23%, benchmarks/ingest.py).
     # Set by wsgi_app (the servers' app), not in the CLI or the tests.
     SWITCH_INTERVAL_MS = 0.5
     # Server-Timing headers (the app's time and SQL statement count per request), for

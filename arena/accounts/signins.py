@@ -1,7 +1,7 @@
 """Browser sign-ins of operators and model owners that signing out really ends.
 
-A signed cookie cannot be recalled: a copy saved before signing out kept working (the
-operations audit signed in again with a saved admin cookie). So the cookie holds the account
+A signed cookie cannot be recalled: a copy saved before signing out would keep working.
+So the cookie holds the account
 and the moment it signed in, and signing out records its moment on the account: a cookie
 from before it signs nobody in any more. That signs the account out of every browser, as a
 token belongs to one person."""

@@ -179,7 +179,7 @@ class Spread:
 
 def _idle_row(name: str, online: float | None) -> RankedModel:
     """A model without a vote in the selection: listed last, unranked, nothing estimated
-    (the phone audit found a 0-vote model ranked 5th)."""
+    (ranked, it would take a place among models that have votes)."""
     return RankedModel(rank=None, model=name, score=None, rating=None, ci_low=None,
                        ci_high=None, score_low=None, score_high=None, rank_best=None,
                        rank_worst=None, tier=None, online_elo=online, votes=0, wins=0.0,

@@ -115,11 +115,11 @@ def _padded(data: bytes, run: HypeRun) -> bytes:
 def pad_webp(data: bytes, total: int, key: bytes = b"") -> bytes:
     """``data`` (a simple lossy WebP, as :func:`arena.catalog.images.present` writes)
     grown to ``total`` bytes (rounded up to even) *inside* its VP8 chunk, with the RIFF and
-    chunk sizes saying so. Bytes added after the file used to leave the true length in its
-    header (the audit read it and told real from fake every time); now every size field
-    says ``total``, and the filler is keyed pseudo-random, not a run of zeros, so it looks
-    like the entropy-coded data around it. A VP8 decoder stops where the picture ends and
-    never reads the filler: the pixels are unchanged (tests/security)."""
+    chunk sizes saying so. Bytes added after the file would leave the true length in its
+    header, which tells real from fake; every size field says ``total``, and the filler is
+    keyed pseudo-random, not a run of zeros, so it looks like the entropy-coded data around
+    it. A VP8 decoder stops where the picture ends and never reads the filler: the pixels
+    are unchanged (tests/security)."""
     total += total % 2
     if len(data) >= total:
         return data

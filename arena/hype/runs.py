@@ -209,8 +209,8 @@ def start_stage(run: HypeRun, voter: Voter, kind: str, rng: np.random.Generator,
 
 def readiness(run: HypeRun) -> str | None:
     """Why an evaluator could not complete ``run`` (too few real images, or too few images of
-    a model for the scored task), or None when it can run. Checked before the qualification:
-    the audit passed a 100-image check only to be refused the task."""
+    a model for the scored task), or None when it can run. Checked before the qualification,
+    so nobody passes a 100-image check only to be refused the task."""
     scored = _scored_trials(run.mode)
     fakes_needed, reals_needed = scored // 2, scored - scored // 2
     reals = db.session.scalar(select(func.count()).select_from(Image)
@@ -333,8 +333,8 @@ def stage_view(stage: HypeStage, rng: np.random.Generator) -> StageView:
     HYPE-time bounds starts there). A timed trial served again once its image could have
     been on screen (``HYPE_COUNTDOWN_MS`` after its first serving: a reload after the
     countdown) is voided for "repeat" and the next one served: a second look at an image
-    meant to be seen for a few hundred ms must not count (the phone audit reloaded a trial
-    after seeing it, and its answer counted). Commits."""
+    meant to be seen for a few hundred ms must not count (a reload after seeing it would
+    otherwise count its answer). Commits."""
     trial = next_trial(stage)
     repeat_voided = False
     if stage.kind == "time" and trial is not None and _could_have_been_seen(trial):

@@ -2,16 +2,14 @@
 
 In WAL mode SQLite copies the log back into the database file (a checkpoint, with its fsync)
 once the log passes 1,000 pages, in whichever connection commits then: one write request in
-about a hundred carried a checkpoint, and its response waited for it. In-process
-(benchmarks/request_cost.py's flow, four rounds of 100 sessions each way): the slowest
-request 8.4-8.7 ms with SQLite's automatic checkpoints against 2.4-2.7 ms with them moved
-out, p99 2.43-2.56 against 2.20-2.36 ms. ``arena serve`` checkpoints every ``INTERVAL_S``
+about a hundred carried a checkpoint, and its response waited for it (the slowest request
+took three times the others'). ``arena serve`` checkpoints every ``INTERVAL_S``
 from a thread of its own (``PASSIVE``: it never waits for, nor blocks, a reader or a
 writer), and its connections keep SQLite's own checkpoint only as a backstop at
 ``BACKSTOP_PAGES``: a checkpoint from another thread rarely leaves the log fully copied at
 the moment a writer starts, which is when SQLite rewinds it, so under steady writes the log
-grew without end (an audit: 161 MB after 30 s at 200 writes/s; 18 MB, stable, with the
-backstop), and the backstop also covers a thread that died. The command line and tests
+grew without end (161 MB after 30 s at 200 writes/s; 18 MB, stable, with the backstop),
+and the backstop also covers a thread that died. The command line and tests
 keep SQLite's own.
 """
 

@@ -171,11 +171,10 @@ def keep_prepared_on_rollback(engine: Engine) -> None:
 
 # SQLite has one writer at a time, and a writer that finds the lock taken sleeps in its
 # busy handler (1, 2, 5, 10 ... 100 ms) however soon the lock is free again: under load the
-# threads of a worker spent more time asleep there than writing (py-spy on
-# benchmarks/ingest.py: 36% of samples in BEGIN IMMEDIATE; a vote's p99 190-460 ms). The
-# threads of one process queue on this lock instead and are woken the moment it is
-# released (p99 43-50 ms in the same runs, at the same throughput); other processes still
-# meet at SQLite's lock. (The benchmarks' protocol floor queues on it too.)
+# threads of a worker spent more time asleep there than writing (a vote's p99 190-460 ms).
+# The threads of one process queue on this lock instead and are woken the moment it is
+# released (p99 43-50 ms at the same throughput, benchmarks/ingest.py); other processes
+# still meet at SQLite's lock. (The benchmarks' protocol floor queues on it too.)
 sqlite_writer = threading.RLock()
 
 # The request's time waiting to write on SQLite (ms: from asking for the writer lock, this

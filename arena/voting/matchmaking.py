@@ -182,9 +182,8 @@ def next_comparisons(
     WITH of the pick (both walk ix_comparison_queue).
 
     No two of them share a prompt, nor one with ``avoid_prompts`` (the session's gold
-    pair): a caption met twice in a session gave its check question away (the phone audit
-    found 21 of 145 demo sessions with a prompt twice, 15 of them with the check among the
-    two). Only when too few prompts are left does one repeat, rather than a short session.
+    pair): a caption met twice in a session gives its check question away. Only when too
+    few prompts are left does one repeat, rather than a short session.
     """
     query = partial(_pick_query, criterion, validation)
     chosen, passed = _draw(query, voter_id, count, rng, pool, [], set(avoid_prompts) - {None})

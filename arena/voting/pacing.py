@@ -2,9 +2,8 @@
 
 A voter can open many sessions at once; if the minimum vote time and the caption's reveal
 were measured per task or per session, opening twenty sessions, waiting once and answering
-them back to back would pass both (the audit did exactly that: 60 of 60 votes counted, at
-7.7 ms apart). So the voter carries the time of their last paced action (a vote, a caption
-confirmed), and:
+them back to back would pass both (60 of 60 votes counted, 7.7 ms apart). So the voter
+carries the time of their last paced action (a vote, a caption confirmed), and:
 
 * a vote needs the criterion's ``MIN_VOTE_MS`` since that action, or it is flagged too fast;
 * a caption's reveal starts at the later of the task being shown and that action.

@@ -179,8 +179,7 @@ def join(join_key: str):
 
 def _session_not_here(exc, status: int, public_id: str):
     """A session this browser cannot open (another browser's, or its cookie is gone): a
-    card saying so in the voter's language, and a way to start anew (the phone audit got
-    "This is not yours to open" and the service's English)."""
+    card saying so in the voter's language, and a way to start anew."""
     if not isinstance(exc, (matchmaking.SessionNotFound, matchmaking.NotYourSession)):
         return error_response(status, str(exc))
     template = "voter/_not_here.html" if is_htmx() else "voter/not_here.html"
@@ -242,10 +241,9 @@ def report(task_id: int):
 @bp.get("/t/<int:task_id>/read")
 @bp.get("/t/<int:task_id>/skip")
 def task_address(task_id: int):
-    """A question's address opened as a page (the phone audit got "Method not allowed": a
-    form sent without JavaScript leaves the browser there, and a reload or a shared link
-    opens it): the question's session for the voter it was issued to, else the start page.
-    Only a POST to it changes anything."""
+    """A question's address opened as a page (a form sent without JavaScript leaves the
+    browser there, and a reload or a shared link opens it): the question's session for the
+    voter it was issued to, else the start page. Only a POST to it changes anything."""
     voter = _current_voter()
     try:
         task = tasks.owned_task(voter, task_id) if voter is not None else None
