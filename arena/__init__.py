@@ -139,9 +139,7 @@ def configure_extensions(app: Flask) -> None:
     )
     from arena.infra.storage import LocalStorage
     from arena.web import csrf_tokens, limits
-    from arena.web.cookies import CookieSessions
 
-    app.session_interface = CookieSessions()  # Flask's signed cookie, its signer made once
     db.init_app(app)
     with app.app_context():
         database.ping_when_idle(db.engine)  # (PostgreSQL: a connection that lay idle)
