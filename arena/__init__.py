@@ -138,14 +138,13 @@ def configure_extensions(app: Flask) -> None:
         ratelimit_store,  # noqa: F401  (registers arena+sqlite://)
     )
     from arena.infra.storage import LocalStorage
-    from arena.web import csrf_tokens, limits
+    from arena.web import limits
 
     db.init_app(app)
     with app.app_context():
         database.ping_when_idle(db.engine)  # (PostgreSQL: a connection that lay idle)
         database.keep_prepared_on_rollback(db.engine)  # (PostgreSQL: keep what it prepared)
     csrf.init_app(app)
-    csrf_tokens.init_app(app)  # (each session's signed token kept, not re-signed per page)
     limits.init_app(app)
     compress.init_app(app)  # HTML, CSS, JS, JSON; never images (their bytes are the blinding)
     from arena.web import i18n
