@@ -111,10 +111,8 @@ def configure_app(app: Flask, config: dict | None) -> None:
             # them (see wsgi_app), so every worker signs and pseudonymises alike.
             app.config[key] = secrets.token_hex(32)
             app.config.setdefault("EPHEMERAL_SECRETS", []).append(key)
-    if not app.config.get("RATELIMIT_STORAGE_URI"):
-        from arena.infra.ratelimit_store import default_uri
-
-        app.config["RATELIMIT_STORAGE_URI"] = default_uri(app.instance_path)
+    # (one process's memory; several processes share limits only through redis://)
+    app.config["RATELIMIT_STORAGE_URI"] = app.config.get("RATELIMIT_STORAGE_URI") or "memory://"
     app.config.setdefault("IMAGE_DIR", None)
     if not app.config["IMAGE_DIR"]:
         app.config["IMAGE_DIR"] = os.path.join(app.instance_path, "images")
@@ -137,22 +135,15 @@ def configure_proxies(app: Flask) -> None:
 
 def configure_extensions(app: Flask) -> None:
     from arena.extensions import compress, csrf, db
-    from arena.infra import (
-        database,  # (also registers the SQLite engine hooks)
-        deferred,
-        ratelimit_store,  # noqa: F401  (registers arena+sqlite://)
-    )
+    from arena.infra import database, deferred  # (database also registers SQLite's hooks)
     from arena.infra.storage import LocalStorage
-    from arena.web import csrf_tokens, limits
-    from arena.web.cookies import CookieSessions
+    from arena.web import limits
 
-    app.session_interface = CookieSessions()  # Flask's signed cookie, its signer made once
     db.init_app(app)
     with app.app_context():
         database.ping_when_idle(db.engine)  # (PostgreSQL: a connection that lay idle)
         database.keep_prepared_on_rollback(db.engine)  # (PostgreSQL: keep what it prepared)
     csrf.init_app(app)
-    csrf_tokens.init_app(app)  # (each session's signed token kept, not re-signed per page)
     limits.init_app(app)
     deferred.init_app(app)  # (work a database outage stopped, run again after later responses)
     compress.init_app(app)  # HTML, CSS, JS, JSON; never images (their bytes are the blinding)

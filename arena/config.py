@@ -124,9 +124,9 @@ class Defaults:
     # a year-long cookie needs no re-signing on every response (images included)
     SESSION_REFRESH_EACH_REQUEST = False
     WTF_CSRF_TIME_LIMIT = None  # tied to the session cookie instead of a clock
-    # None: a SQLite file in the instance folder, shared by this machine's processes
-    # (arena.infra.ratelimit_store); redis://127.0.0.1:6379 when several machines serve
-    RATELIMIT_STORAGE_URI = None
+    # memory:// counts in one process (the embedded server runs one); several processes or
+    # machines share the counts only through redis://127.0.0.1:6379 (the limits package's)
+    RATELIMIT_STORAGE_URI = "memory://"
     RATELIMIT_ENABLED = True  # arena.web.limits
     RATELIMIT_HEADERS_ENABLED = True
     RATELIMIT_KEY_PREFIX = ""  # before every counter's key (several apps on one Redis)

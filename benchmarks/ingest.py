@@ -7,7 +7,8 @@
 
 For each database (SQLite, and PostgreSQL when ``--postgres`` names an empty database): a
 fresh instance with the demo campaign as ``arena demo`` leaves it (its gold supply made) is
-served by ``arena serve`` (rate limits and the
+served by ``arena serve`` (rate limits counted in Redis when there are several workers,
+``ARENA_BENCH_REDIS_URL``, else in memory, with limits no benchmark reaches, and the
 vote-time floor off, so the load is not refused; ``SERVER_TIMING`` on, so every response
 says how long the app worked and how many SQL statements it ran); beside it, with the same
 worker and thread counts and the same database, a bare Flask app that INSERTs one
@@ -20,11 +21,11 @@ ceiling, floor, floor, ceiling, Arena, ...), because this machine's speed drifts
 seconds: three runs each of the same code in one hour gave ratios of 0.39, 0.31 and 0.28
 with the ceiling measured after Arena in one turn each, 0.32, 0.38 and 0.36 in 2 rounds,
 0.33, 0.34 and 0.33 in 6 (while the ratios of single 5 s rounds moved from 0.24 to 0.43).
-The ratio of each round is printed too, and each round's p99 of a vote and of a session
-(in one hour, two runs of identical code gave vote p99s of 8.18 and 11.10 ms: a p99
-needs its rounds beside it). ``--html`` drives the htmx voter pages instead of
-the API: the landing page and its start form once per voter, then the cards, and each next
-session from the end card's "Next session" as htmx posts it (endpoint "next").
+The ratio of each round is printed too, and each round's p99 of a vote and of a session (in
+one hour, two runs of identical code gave vote p99s of 8.18 and 11.10 ms: a p99 needs its
+rounds beside it). ``--html`` drives the htmx voter pages instead of the API: the landing
+page and its start form once per voter, then the cards, and each next session from the end
+card's "Next session" as htmx posts it (endpoint "next").
 
 The API flow is driven a third time, by turns with the other two, against the protocol floor
 (benchmarks/ceiling.py's ``/api/v1``, in the ceiling's server: the same requests answered in
@@ -67,6 +68,7 @@ from arena.cli.server import default_threads  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 DEMO = "Demo: DrawBench"
+REDIS_URL = os.environ.get("ARENA_BENCH_REDIS_URL", "redis://127.0.0.1:6379")
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 CARD = re.compile(r'hx-post="(/t/(\d+))"')
 TIMING = re.compile(r"app;dur=([\d.]+), sql;desc=\"statements\";dur=(\d+)"
@@ -270,7 +272,12 @@ def serve_demo(label: str, url: str | None, args, source: Path | None = None):
     revision whose demo left that to the operator) served by ``arena serve``, the code of
     ``source`` (an exported revision) when given: (port, process, log)."""
     instance = scratch_dir("arena-ingest-")
-    env = instance_env(instance, url, args.set)
+    settings = list(args.set)
+    if args.workers > 1 and "RATELIMIT_STORAGE_URI" not in dict(settings):
+        # (several processes count one limit only in a shared store, as deployed)
+        settings += [("RATELIMIT_STORAGE_URI", REDIS_URL),
+                     ("RATELIMIT_KEY_PREFIX", f"bench-{instance.name}")]
+    env = instance_env(instance, url, settings)
     if source is not None:
         env["PYTHONPATH"] = str(source)
     started = time.perf_counter()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from flask import Blueprint, Response, jsonify, request, stream_with_context
+from flask_babel import gettext
 
 from arena.accounts import owners, tokens
 from arena.analysis import exports
@@ -25,7 +26,6 @@ from arena.infra import health
 from arena.voting import image_reports, matchmaking, tasks, voters, votes
 from arena.web import i18n, limits
 from arena.web.errors import status_for
-from arena.web.i18n import gettext
 from arena.web.presenters import api_task
 from arena.web.requests import (
     bearer_token,

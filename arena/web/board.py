@@ -7,6 +7,7 @@ the exports, so the page and the files agree.
 from __future__ import annotations
 
 from flask import Blueprint, current_app, render_template, request
+from flask_babel import gettext
 
 from arena.analysis.leaderboard import rank_models
 from arena.analysis.tallies import slice_from_args
@@ -15,7 +16,6 @@ from arena.config import CRITERIA, QUESTIONS
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS
 from arena.web.charts import heatmap, interval_chart
 from arena.web.errors import renders_errors
-from arena.web.i18n import gettext
 from arena.web.requests import flag_arg, is_htmx
 
 bp = Blueprint("board", __name__)

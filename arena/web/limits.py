@@ -12,8 +12,8 @@ cookie route (or a cookie naming nobody) is no identity: it neither lifts the ne
 limit nor gets a per-voter bucket of its own.
 
 The counting is the `limits <https://limits.readthedocs.io>`_ library's fixed windows, in
-the store ``RATELIMIT_STORAGE_URI`` names (arena.infra.ratelimit_store by default, Redis
-across machines), one increment per limit and request and nothing else: this sits on every
+the store ``RATELIMIT_STORAGE_URI`` names (``memory://``, one process's, by default; Redis
+across processes), one increment per limit and request and nothing else: this sits on every
 vote, and Flask-Limiter, which did the same job before, cost a vote 11% of its server time
 in its own Python (benchmarks/request_cost.py). Each limit has one bucket per key and route
 (``new_identity`` one per key across its routes). A refused request gets 429 with

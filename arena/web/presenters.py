@@ -6,12 +6,12 @@ Shared by the HTML pages and the JSON API so neither can leak more than the othe
 from __future__ import annotations
 
 from flask import current_app
+from flask_babel import gettext
 
 from arena.catalog.presentation import name_for, task_image_name, task_sizes
 from arena.config import QUESTIONS
 from arena.voting.shown import ShownTask
 from arena.voting.tasks import reveal_ms
-from arena.web.i18n import gettext
 from arena.web.images import image_url, image_urls
 
 API_TASK_FIELDS = ("task_id", "prompt", "reveal_ms", "left", "right")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from flask import Blueprint, current_app, redirect, render_template, request, session, url_for
-from flask_babel import lazy_gettext
+from flask_babel import gettext, lazy_gettext
 
 from arena.campaigns import panels
 from arena.config import CRITERIA
@@ -18,7 +18,6 @@ from arena.voting import image_reports, matchmaking, tasks, voters, votes
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
 from arena.web import i18n, limits
 from arena.web.errors import error_response, renders_errors
-from arena.web.i18n import gettext
 from arena.web.presenters import preload_view, task_view
 from arena.web.requests import is_htmx
 

@@ -1,9 +1,8 @@
 """The rate limiter's contract (arena/web/limits.py): what a client is told, what is counted
-and where, on the default store (the instance's SQLite counter file)."""
+and where, in one process's memory (the default store)."""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import ClassVar
 
 from limits.storage import MemoryStorage
@@ -14,9 +13,22 @@ from tests.factories import make_campaign, make_owner
 from .helpers import csrf_token, task_id
 
 
-def _counters(tmp_path) -> dict[str, int]:
-    with sqlite3.connect(tmp_path / "instance" / "ratelimits.sqlite3") as db:
-        return dict(db.execute("SELECT key, count FROM counter"))
+class RecordingStorage(MemoryStorage):
+    """The in-memory store, keeping each key's count as it counts it."""
+
+    STORAGE_SCHEME: ClassVar[list[str]] = ["arena-test-recording"]
+
+    def __init__(self, uri=None, wrap_exceptions=False, **options):
+        super().__init__(uri, wrap_exceptions=wrap_exceptions, **options)
+        self.counts: dict[str, int] = {}
+
+    def incr(self, key, expiry, amount=1):
+        self.counts[key] = count = super().incr(key, expiry, amount)
+        return count
+
+
+def _counters(client) -> dict[str, int]:
+    return client.application.extensions["arena_limits"].store.counts
 
 
 def _client_of_campaign(make_app, **config):
@@ -27,7 +39,7 @@ def _client_of_campaign(make_app, **config):
     return app.test_client()
 
 
-def test_a_client_is_told_its_budget_and_when_to_come_back(make_app, tmp_path):
+def test_a_client_is_told_its_budget_and_when_to_come_back(make_app):
     client = _client_of_campaign(make_app, RATELIMIT_ENABLED=True,
                                  RATE_LIMIT_SESSIONS="3/minute",
                                  RATE_LIMIT_NETWORK_SESSIONS="100/minute")
@@ -45,12 +57,19 @@ def test_a_client_is_told_its_budget_and_when_to_come_back(make_app, tmp_path):
     assert "X-RateLimit-Limit" not in ok.headers and "Retry-After" not in ok.headers
 
 
-def test_every_limit_of_a_setting_counts_and_the_tightest_refuses(make_app, tmp_path):
+def test_the_default_store_is_this_processs_memory(make_app):
+    app = make_app(RATELIMIT_ENABLED=True)
+    assert app.config["RATELIMIT_STORAGE_URI"] == "memory://"
+    assert isinstance(app.extensions["arena_limits"].store, MemoryStorage)
+
+
+def test_every_limit_of_a_setting_counts_and_the_tightest_refuses(make_app):
     client = _client_of_campaign(make_app, RATELIMIT_ENABLED=True,
+                                 RATELIMIT_STORAGE_URI="arena-test-recording://",
                                  RATE_LIMIT_SESSIONS="100/hour;2/minute")
     codes = [client.post("/api/v1/sessions").status_code for _ in range(3)]
     assert codes == [201, 201, 429]
-    counts = _counters(tmp_path)
+    counts = _counters(client)
     # per voter (both limits), then per network and new identities, each its own bucket
     # even where the keys are the same network: the refused third request counted in the
     # limits up to the one that refused it, not in those after it
@@ -59,7 +78,7 @@ def test_every_limit_of_a_setting_counts_and_the_tightest_refuses(make_app, tmp_
     assert not any("127.0.0.1" in key for key in counts)
 
 
-def test_same_limits_per_voter_and_per_network_are_two_buckets(make_app, tmp_path):
+def test_same_limits_per_voter_and_per_network_are_two_buckets(make_app):
     client = _client_of_campaign(make_app, RATELIMIT_ENABLED=True,
                                  RATE_LIMIT_SESSIONS="3/minute",
                                  RATE_LIMIT_NETWORK_SESSIONS="3/minute")
@@ -84,11 +103,11 @@ def test_a_voter_over_their_own_limit_does_not_spend_their_networks(make_app):
     assert neighbour.post("/api/v1/sessions").status_code == 201
 
 
-def test_a_disabled_limiter_counts_nothing(make_app, tmp_path):
-    client = _client_of_campaign(make_app, RATELIMIT_ENABLED=False, RATE_LIMIT_SESSIONS="1/minute")
+def test_a_disabled_limiter_counts_nothing(make_app):
+    client = _client_of_campaign(make_app, RATELIMIT_ENABLED=False, RATE_LIMIT_SESSIONS="1/minute",
+                                 RATELIMIT_STORAGE_URI="arena-test-recording://")
     assert [client.post("/api/v1/sessions").status_code for _ in range(3)] == [201] * 3
-    path = tmp_path / "instance" / "ratelimits.sqlite3"
-    assert not path.exists() or _counters(tmp_path) == {}
+    assert _counters(client) == {}
 
 
 def test_guessing_owner_tokens_is_limited_per_network(make_app):

@@ -1,71 +1,102 @@
-"""Rate limits counted once across processes without Redis: the default store is a SQLite
-file in the instance folder (arena/infra/ratelimit_store.py). The audit got ~120 sessions
-through a limit of 60 with two workers, each counting in its own memory."""
+"""Rate limits across processes: the default store (``memory://``) counts in each process
+alone, so several processes count each limit once only through Redis
+(``RATELIMIT_STORAGE_URI=redis://...``); ``arena serve`` runs one process unless the limits
+are shared."""
 
 from __future__ import annotations
 
+import json
 import os
-import sqlite3
-import stat
+import secrets
 import subprocess
-import threading
+import sys
 import time
 
+import pytest
+
 from arena.cli.server import default_threads, default_workers, usable_cpus
-from arena.infra.ratelimit_store import SQLiteStorage, default_uri
+from tests.conftest import app_config
 from tests.factories import make_campaign
 
 from .servers import ARENA, ROOT, free_port, serve, server_env, stop, wait_healthy
 
+REDIS_URL = os.environ.get("ARENA_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 
-def test_two_servers_share_one_limit_in_the_instance_file(make_app, tmp_path):
-    config = {"RATELIMIT_ENABLED": True, "RATE_LIMIT_SESSIONS": "3/minute"}
-    first = make_app(**config)
-    assert first.config["RATELIMIT_STORAGE_URI"].startswith("arena+sqlite:///")
-    with first.app_context():
+# one app server process: builds the app on the shared database, asks for sessions
+PROCESS = """
+import json, sys
+from arena import create_app
+config, requests = json.loads(sys.argv[1]), int(sys.argv[2])
+client = create_app(config).test_client()
+print(json.dumps([client.post("/api/v1/sessions").status_code for _ in range(requests)]))
+"""
+
+
+@pytest.fixture
+def redis_url():
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.ConnectionError as exc:
+        if os.environ.get("ARENA_REQUIRE_REDIS"):
+            pytest.fail(f"Redis not reachable at {REDIS_URL}: {exc}")
+        pytest.skip(f"Redis not reachable at {REDIS_URL}: {exc}")
+    prefix = f"arena-test-{secrets.token_hex(4)}"
+    yield REDIS_URL, prefix
+    keys = list(client.scan_iter(f"*{prefix}*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+def _in_processes(tmp_path, requests: list[int], **settings) -> list[list[int]]:
+    """Status codes of ``/api/v1/sessions`` asked ``requests[i]`` times by process ``i``,
+    one process after the other, each its own app on the same database."""
+    config = app_config(tmp_path, RATELIMIT_ENABLED=True, RATE_LIMIT_SESSIONS="3/minute",
+                        **settings)
+    return [json.loads(subprocess.run(
+        [sys.executable, "-c", PROCESS, json.dumps(config), str(n)], cwd=ROOT, check=True,
+        capture_output=True, text=True, timeout=120).stdout.splitlines()[-1])
+        for n in requests]
+
+
+def test_two_processes_share_one_limit_through_redis(make_app, tmp_path, redis_url):
+    url, prefix = redis_url
+    with make_app().app_context():
         make_campaign()
-    second = make_app(**config)  # a second process on the same instance
-    codes = [app.test_client().post("/api/v1/sessions").status_code
-             for app in (first, second, first, second)]
-    assert codes == [201, 201, 201, 429]
-    path = tmp_path / "instance" / "ratelimits.sqlite3"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    with sqlite3.connect(path) as db:
-        keys = [k for (k,) in db.execute("SELECT key FROM counter")]
-    assert keys and not any("127.0.0.1" in k for k in keys)
+    shared = _in_processes(tmp_path, [2, 2], RATELIMIT_STORAGE_URI=url,
+                           RATELIMIT_KEY_PREFIX=prefix)
+    assert shared == [[201, 201], [201, 429]]
+    # in memory each process counts alone: the limit is passed once per process
+    alone = _in_processes(tmp_path, [2, 2])
+    assert alone == [[201, 201], [201, 201]]
 
 
-def test_concurrent_increments_are_all_counted_and_windows_expire(tmp_path):
-    uri = default_uri(str(tmp_path))
-    stores = [SQLiteStorage(uri) for _ in range(2)]  # as two processes would open it
-    barrier = threading.Barrier(8)
-
-    def hit(store):
-        barrier.wait()
-        for _ in range(50):
-            store.incr("k", expiry=60)
-
-    threads = [threading.Thread(target=hit, args=(stores[i % 2],)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert stores[0].get("k") == stores[1].get("k") == 400
-    assert stores[0].get_expiry("k") > time.time() + 50
-    assert stores[0].incr("short", expiry=1) == 1 and stores[1].incr("short", expiry=1) == 2
-    time.sleep(1.1)
-    assert stores[1].get("short") == 0 and stores[0].incr("short", expiry=1) == 1
-    stores[0].clear("k")
-    assert stores[1].get("k") == 0 and stores[0].check()
-    assert stores[0].reset() == 1
-
-
-def test_serve_runs_a_worker_per_core_on_the_default_store_and_one_on_memory(tmp_path):
-    """By default one process per CPU core (benchmarks/ingest.py: one worker left the second
-    core idle); limits kept in memory get one process, and asking for more is refused."""
+def test_serve_runs_one_process_on_memory_and_a_worker_per_core_on_redis(tmp_path, redis_url):
+    """Limits kept in memory (the default) get one process, and asking for more is refused;
+    on Redis, one process per CPU core (benchmarks/ingest.py: one worker left the second
+    core idle)."""
     instance = tmp_path / "instance"
     port = free_port()
-    server = serve(instance, port)
+    alone = serve(instance, port)
+    try:
+        assert wait_healthy(port, alone)["status"] == 200
+    finally:
+        out = stop(alone)
+    assert "with 1 worker(s)" in out and out.count("Booting worker") == 1
+    refused = subprocess.run([ARENA, "serve", "--port", str(free_port()), "--workers", "2"],
+                             env=server_env(instance), cwd=ROOT, capture_output=True,
+                             text=True, timeout=60)
+    assert refused.returncode != 0
+    assert "each process counts on its own" in refused.stderr
+    url, prefix = redis_url
+    env = {**server_env(instance), "ARENA_RATELIMIT_STORAGE_URI": url,
+           "ARENA_RATELIMIT_KEY_PREFIX": prefix}
+    port = free_port()
+    server = subprocess.Popen([ARENA, "serve", "--port", str(port)], env=env, cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert wait_healthy(port, server)["status"] == 200
         time.sleep(0.5)  # (every worker has said it booted)
@@ -74,19 +105,6 @@ def test_serve_runs_a_worker_per_core_on_the_default_store_and_one_on_memory(tmp
     cores = min(usable_cpus(), 8)
     assert f"with {cores} worker(s) x 2 threads" in out  # (SQLite's default)
     assert out.count("Booting worker") == cores
-    env = {**server_env(instance), "ARENA_RATELIMIT_STORAGE_URI": "memory://"}
-    port = free_port()
-    alone = subprocess.Popen([ARENA, "serve", "--port", str(port)], env=env, cwd=ROOT,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert wait_healthy(port, alone)["status"] == 200
-    finally:
-        out = stop(alone)
-    assert "with 1 worker(s)" in out and out.count("Booting worker") == 1
-    refused = subprocess.run([ARENA, "serve", "--port", str(free_port()), "--workers", "2"],
-                             env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert refused.returncode != 0
-    assert "each process counts on its own" in refused.stderr
 
 
 def test_the_default_worker_count_follows_the_cores_and_the_limit_store():
@@ -102,28 +120,3 @@ def test_the_default_thread_count_follows_the_database():
     gains from more threads (benchmarks/ingest.py, arena.cli.server.default_threads)."""
     assert default_threads("sqlite:////srv/arena/instance/arena.sqlite3") == 2
     assert default_threads("postgresql+psycopg://arena@db/arena") == 4
-
-
-def test_threads_opening_a_new_counter_file_at_once_all_get_it(tmp_path):
-    """Turning a new file to WAL does not wait in SQLite's busy handler: eight threads
-    opening one at the same moment used to meet "database is locked" (73 of 300 such
-    trials before the retry)."""
-    failures = []
-    for trial in range(30):
-        store = SQLiteStorage(default_uri(str(tmp_path / str(trial))))
-        barrier = threading.Barrier(8)
-
-        def open_and_count(store=store, barrier=barrier):
-            barrier.wait()
-            try:
-                store.incr("k", expiry=60)
-            except Exception as exc:  # (collected: a thread's exception fails nothing)
-                failures.append(exc)
-
-        threads = [threading.Thread(target=open_and_count) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert store.get("k") == 8 - len(failures)
-    assert failures == []

@@ -296,6 +296,21 @@ class Voters:
                 time.sleep(0.05)
 
 
+def _redis_url() -> str:
+    """The test Redis (ARENA_TEST_REDIS_URL), else the test is skipped."""
+    import redis
+
+    url = os.environ.get("ARENA_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+    client = redis.Redis.from_url(url, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.ConnectionError as exc:
+        pytest.skip(f"Redis not reachable at {url}: {exc}")
+    finally:
+        client.close()
+    return url
+
+
 def test_a_release_replaces_the_server_while_voters_vote(demo_instance, tmp_path):
     """Before: a new version meant stopping the server and starting it again, and for the
     3.0-3.5 s the new one took to import the app and bind the port every voter's request
@@ -308,6 +323,9 @@ def test_a_release_replaces_the_server_while_voters_vote(demo_instance, tmp_path
     # (limits on, as in production, but above what these voters from one address reach)
     env = server_env(demo_instance) | {f"ARENA_RATE_LIMIT_{name}": "1000000/hour" for name in (
         "SESSIONS", "VOTES", "NETWORK_SESSIONS", "NETWORK_VOTES", "NEW_VOTERS")}
+    config = demo_instance / "config.py"  # (two processes: their limits shared in Redis)
+    config.write_text(config.read_text() + f'RATELIMIT_STORAGE_URI = "{_redis_url()}"\n'
+                      f'RATELIMIT_KEY_PREFIX = "arena-test-{os.getpid()}-{port}"\n')
     gone = subprocess.Popen(["true"])
     gone.wait()  # (a master killed long ago left its ready file: removed at the next start)
     stale = demo_instance / f"arena.pid.ready-{gone.pid}"
@@ -315,7 +333,7 @@ def test_a_release_replaces_the_server_while_voters_vote(demo_instance, tmp_path
     with log.open("w") as out:  # (a file: the new master writes to it after the old exits)
         first = subprocess.Popen([ARENA, "serve", "--port", str(port), "--workers", "2"],
                                  env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    pid_file, config = demo_instance / "arena.pid", demo_instance / "config.py"
+    pid_file = demo_instance / "arena.pid"
     new_master = None
     try:
         wait_healthy(port, first)
