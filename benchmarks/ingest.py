@@ -59,7 +59,7 @@ from harness import free_port, instance_env, scratch_dir  # noqa: E402
 from locust import FastHttpUser, HttpUser, events  # noqa: E402
 from locust.env import Environment  # noqa: E402
 
-from arena.cli.server import default_threads  # noqa: E402
+from arena.infra.serving import default_threads  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -280,8 +280,8 @@ def run(label: str, url: str | None, args) -> None:
     # the servers log to files: a pipe nobody reads fills up and blocks their access log
     serve_log, ceiling_log = instance / "serve.log", instance / "ceiling.log"
     serve = subprocess.Popen(
-        [str(BIN / "arena"), "serve", "--port", str(port), "--workers", str(args.workers),
-         "--threads", str(args.threads)], env=env, cwd=ROOT,
+        [str(BIN / "arena"), "serve", "--server", args.server, "--port", str(port),
+         "--workers", str(args.workers), "--threads", str(args.threads)], env=env, cwd=ROOT,
         stdout=serve_log.open("w"), stderr=subprocess.STDOUT)
     ceiling_url = url or f"sqlite:///{instance / 'ceiling.sqlite3'}"
     ceiling_port = free_port()
@@ -346,7 +346,8 @@ def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
            p99_by_round: list[dict] = ()) -> None:
     flow = "htmx pages" if args.html else "JSON API"
     gold = "made by the server under load (--cold)" if args.cold else "made ahead"
-    print(f"\n{label}: {args.users} voters ({flow}, {args.client} client), {args.workers} "
+    print(f"\n{label} ({args.server}): {args.users} voters ({flow}, {args.client} client), "
+          f"{args.workers} "
           f"worker(s) x {args.threads} threads, {args.seconds:.0f} s each in {args.rounds} "
           f"alternating round(s); gold supply {gold}")
     print(f"  {'endpoint':13s} {'req/s':>8s} {'fail':>5s} {'app p50':>8s} {'app p99':>8s} "
@@ -425,6 +426,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None,
                         help="threads per process of each server (default: arena serve's "
                              "for the database, 2 on SQLite and 4 on PostgreSQL)")
+    parser.add_argument("--server", choices=("embedded", "gunicorn"), default="embedded",
+                        help="arena serve's server (embedded: one process with workers x "
+                             "threads threads; gunicorn: workers processes)")
     parser.add_argument("--html", action="store_true", help="drive the htmx voter pages")
     parser.add_argument("--cold", action="store_true",
                         help="skip `arena campaign fill-gold`: the server renders the damaged "

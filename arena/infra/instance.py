@@ -9,6 +9,7 @@ from pathlib import Path
 from flask import Flask, current_app
 
 from arena.config import SECRET_SETTINGS
+from arena.errors import Unavailable
 
 
 def ensure_instance() -> list[str]:
@@ -62,3 +63,34 @@ def upgrade_database() -> list[str]:
     written = ensure_instance()
     upgrade_schema()
     return written
+
+
+def schema_revisions() -> tuple[set[str], set[str]]:
+    """The current app's database revisions, and the newest ones this release ships."""
+    from alembic.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    from arena.config import PACKAGE_DIR
+    from arena.extensions import db
+
+    with db.engine.connect() as connection:
+        current = set(MigrationContext.configure(connection).get_current_heads())
+    shipped = set(ScriptDirectory(str(PACKAGE_DIR / "migrations")).get_heads())
+    return current, shipped
+
+
+def check_schema() -> None:
+    """Raises Unavailable unless the database is at the newest migration: schema upgrades are
+    a release step (``arena db upgrade``), run once before the new servers start."""
+    current, shipped = schema_revisions()
+    if current == shipped:
+        return
+    if not current:
+        found = "has no schema yet"
+    elif current - shipped:
+        found = (f"schema is at {', '.join(sorted(current))}, which this release does not "
+                 "know (a newer release upgraded it)")
+    else:
+        found = f"schema is at {', '.join(sorted(current))}, not {', '.join(sorted(shipped))}"
+    raise Unavailable(f"The database {found}. Run `arena db upgrade` (once, before "
+                      "the servers start), then start the server again.")

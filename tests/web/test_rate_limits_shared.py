@@ -11,11 +11,11 @@ import subprocess
 import threading
 import time
 
-from arena.cli.server import default_threads, default_workers, usable_cpus
 from arena.infra.ratelimit_store import SQLiteStorage, default_uri
+from arena.infra.serving import default_threads, default_workers, usable_cpus
 from tests.factories import make_campaign
 
-from .servers import ARENA, ROOT, free_port, serve, server_env, stop, wait_healthy
+from .servers import ARENA, ROOT, free_port, serve, server_env, stop, upgrade, wait_healthy
 
 
 def test_two_servers_share_one_limit_in_the_instance_file(make_app, tmp_path):
@@ -62,10 +62,11 @@ def test_concurrent_increments_are_all_counted_and_windows_expire(tmp_path):
 
 def test_serve_runs_a_worker_per_core_on_the_default_store_and_one_on_memory(tmp_path):
     """By default one process per CPU core (benchmarks/ingest.py: one worker left the second
-    core idle); limits kept in memory get one process, and asking for more is refused."""
-    instance = tmp_path / "instance"
+    core idle) under gunicorn; limits kept in memory get one process, and asking for more is
+    refused."""
+    instance = upgrade(tmp_path / "instance")
     port = free_port()
-    server = serve(instance, port)
+    server = serve(instance, port, "--server", "gunicorn")
     try:
         assert wait_healthy(port, server)["status"] == 200
         time.sleep(0.5)  # (every worker has said it booted)
@@ -76,14 +77,16 @@ def test_serve_runs_a_worker_per_core_on_the_default_store_and_one_on_memory(tmp
     assert out.count("Booting worker") == cores
     env = {**server_env(instance), "ARENA_RATELIMIT_STORAGE_URI": "memory://"}
     port = free_port()
-    alone = subprocess.Popen([ARENA, "serve", "--port", str(port)], env=env, cwd=ROOT,
+    alone = subprocess.Popen([ARENA, "serve", "--server", "gunicorn", "--port", str(port)],
+                             env=env, cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert wait_healthy(port, alone)["status"] == 200
     finally:
         out = stop(alone)
     assert "with 1 worker(s)" in out and out.count("Booting worker") == 1
-    refused = subprocess.run([ARENA, "serve", "--port", str(free_port()), "--workers", "2"],
+    refused = subprocess.run([ARENA, "serve", "--server", "gunicorn", "--port",
+                              str(free_port()), "--workers", "2"],
                              env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0
     assert "each process counts on its own" in refused.stderr
@@ -99,7 +102,7 @@ def test_the_default_worker_count_follows_the_cores_and_the_limit_store():
 
 def test_the_default_thread_count_follows_the_database():
     """SQLite: two threads took as many votes as four with a third of the p99; PostgreSQL
-    gains from more threads (benchmarks/ingest.py, arena.cli.server.default_threads)."""
+    gains from more threads (benchmarks/ingest.py, arena.infra.serving.default_threads)."""
     assert default_threads("sqlite:////srv/arena/instance/arena.sqlite3") == 2
     assert default_threads("postgresql+psycopg://arena@db/arena") == 4
 
