@@ -42,6 +42,7 @@ class SlowClients:
     heads: list[socket.socket] = field(default_factory=list)
     bodies: list[socket.socket] = field(default_factory=list)
     idle: list[socket.socket] = field(default_factory=list)
+    opened: int = 0  # attack connections made and sent their first bytes
     refused: int = 0  # connections the server would not take, or closed at once
     cut: int = 0  # attack connections the server closed while they trickled
 
@@ -78,6 +79,7 @@ class SlowClients:
                     sock.close()
                     continue
                 kept.append(sock)
+                self.opened += 1
         self._thread.start()
         return self
 
