@@ -84,7 +84,7 @@ class MigrationCommands(click.Group):
         info = (parent.find_object(ScriptInfo) if parent else None) or ScriptInfo()
         app = info.load_app()
         bind_migrations(app)
-        if args[:1] == ["upgrade"]:  # as `arena serve` does: the folder, then the secrets
+        if args[:1] == ["upgrade"]:  # a new instance: the folder, then the secrets
             with app.app_context():
                 ensure_instance()
         return db.make_context(info_name, args, parent=parent, **extra)
@@ -148,15 +148,3 @@ class ArenaGroup(FlaskGroup):
 
 
 main = ArenaGroup(create_app=_make_app, help="Arena: human evaluation of image models.")
-
-
-def _add_commands_without_the_app() -> None:
-    """Commands that run without the app: on the group itself, which Flask looks in before
-    building the app. ``arena serve`` hands over to a server process that builds its own."""
-    from arena.cli.server import serve_command
-
-    _wrap(serve_command)
-    main.add_command(serve_command)
-
-
-_add_commands_without_the_app()

@@ -39,6 +39,7 @@ class SlowClients:
     port: int
     count: int = 256
     host: str = "127.0.0.1"
+    kinds: tuple[str, ...] = ("heads", "bodies", "idle")  # which attacks to open
     heads: list[socket.socket] = field(default_factory=list)
     bodies: list[socket.socket] = field(default_factory=list)
     idle: list[socket.socket] = field(default_factory=list)
@@ -68,9 +69,10 @@ class SlowClients:
         raise_open_files(3 * self.count + 256)
         head = (b"POST /api/v1/sessions HTTP/1.1\r\nHost: arena\r\n"
                 b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % DECLARED)
+        attacks = {"heads": (self.heads, HALF_HEAD), "bodies": (self.bodies, head + b" " * BURST),
+                   "idle": (self.idle, b"")}
         for _ in range(self.count):
-            for kept, first in ((self.heads, HALF_HEAD), (self.bodies, head + b" " * BURST),
-                                (self.idle, b"")):
+            for kept, first in (attacks[kind] for kind in self.kinds):
                 sock = self._connect()
                 if sock is None:
                     continue
@@ -149,8 +151,11 @@ class HealthWatch:
 
 
 def attacked_health(port: int, count: int = 256, seconds: float = 20.0,
-                    path: str = "/api/v1/health/live") -> tuple[HealthWatch, SlowClients]:
-    """Open ``count`` connections of each attack on ``port`` and watch its health meanwhile."""
-    with SlowClients(port, count) as attack:
+                    path: str = "/api/v1/health/live",
+                    kinds: tuple[str, ...] = ("heads", "bodies", "idle"),
+                    ) -> tuple[HealthWatch, SlowClients]:
+    """Open ``count`` connections of each attack in ``kinds`` on ``port`` and watch its
+    health meanwhile."""
+    with SlowClients(port, count, kinds=kinds) as attack:
         watch = HealthWatch(port, path=path, seconds=seconds).run()
     return watch, attack

@@ -145,6 +145,7 @@ def test_hup_and_a_binary_upgrade_fail_no_request(instance, tmp_path):
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=5) as r:
             assert r.status == 200
     finally:
+        new_master = new_master or _new_master(pid_file, first.pid)
         if first.poll() is None:
             first.kill()
             first.wait()
