@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from pathlib import Path
@@ -65,8 +66,9 @@ def upgrade_database() -> list[str]:
     return written
 
 
-def schema_revisions() -> tuple[set[str], set[str]]:
-    """The current app's database revisions, and the newest ones this release ships."""
+def schema_revisions() -> tuple[set[str], set[str], set[str]]:
+    """The current app's database revisions, the newest ones this release ships, and every
+    one it knows."""
     from alembic.migration import MigrationContext
     from alembic.script import ScriptDirectory
 
@@ -75,22 +77,24 @@ def schema_revisions() -> tuple[set[str], set[str]]:
 
     with db.engine.connect() as connection:
         current = set(MigrationContext.configure(connection).get_current_heads())
-    shipped = set(ScriptDirectory(str(PACKAGE_DIR / "migrations")).get_heads())
-    return current, shipped
+    script = ScriptDirectory(str(PACKAGE_DIR / "migrations"))
+    return current, set(script.get_heads()), {s.revision for s in script.walk_revisions()}
 
 
 def check_schema() -> None:
-    """Raises Unavailable unless the database is at the newest migration: schema upgrades are
-    a release step (``arena db upgrade``), run once before the new servers start."""
-    current, shipped = schema_revisions()
+    """Raises Unavailable when the database is behind this release's newest migration:
+    schema upgrades are a release step (``arena db upgrade``), run once before the new
+    servers start. A schema newer than the release (one this release does not know) is
+    served, with a warning: during a release the old servers run on the upgraded schema."""
+    current, shipped, known = schema_revisions()
     if current == shipped:
         return
-    if not current:
-        found = "has no schema yet"
-    elif current - shipped:
-        found = (f"schema is at {', '.join(sorted(current))}, which this release does not "
-                 "know (a newer release upgraded it)")
-    else:
-        found = f"schema is at {', '.join(sorted(current))}, not {', '.join(sorted(shipped))}"
+    if current - known:
+        logging.getLogger(__name__).warning(
+            "the database schema is at %s, newer than this release's %s",
+            ", ".join(sorted(current)), ", ".join(sorted(shipped)))
+        return
+    found = (f"schema is at {', '.join(sorted(current))}, not {', '.join(sorted(shipped))}"
+             if current else "has no schema yet")
     raise Unavailable(f"The database {found}. Run `arena db upgrade` (once, before "
                       "the servers start), then start the server again.")
