@@ -220,3 +220,14 @@ def test_a_server_on_an_old_schema_refuses_to_start(instance, tmp_path):
                              env=server_env(fresh), cwd=ROOT, capture_output=True, text=True,
                              timeout=60)
     assert refused.returncode == 6 and "The database has no schema yet" in refused.stderr
+
+
+def test_host_and_port_override_the_settings_files_address():
+    from arena.cli.server import _bind
+
+    assert _bind(["127.0.0.1:5000"], None, None) == "127.0.0.1:5000"
+    assert _bind(["127.0.0.1:5000"], None, 8000) == "127.0.0.1:8000"
+    assert _bind("127.0.0.1:5000", "0.0.0.0", None) == "0.0.0.0:5000"
+    assert _bind(["127.0.0.1:5000"], "::", 80) == _bind(["x:1"], "[::]", 80) == "[::]:80"
+    assert _bind(["[::1]:5000"], None, 6000) == "[::1]:6000"
+    assert _bind(["127.0.0.1:5000"], "", None) == "0.0.0.0:5000"
