@@ -64,19 +64,26 @@ def wsgi_app() -> Flask:
     EphemeralSecretError
         When a secret is not configured: each server process would make up its own, so a
         session signed by one worker would be refused by the next.
+    Unavailable
+        When the database schema is not the newest migration (``arena db upgrade`` is a
+        release step, not part of every start).
     """
     app = create_app()
     missing = app.config.get("EPHEMERAL_SECRETS")
     if missing:
         raise EphemeralSecretError(
             f"Arena will not serve without a persistent {' and '.join(missing)}: every worker "
-            "would invent its own and sessions would break between them. Run `arena serve` "
+            "would invent its own and sessions would break between them. Run `arena db upgrade` "
             "or `arena demo` once (they write the keys to instance/config.py), or set "
             + " and ".join(f"ARENA_{k}" for k in missing) + ".")
     interval = app.config["SWITCH_INTERVAL_MS"]
     if isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0:
         raise ValueError(f"ARENA_SWITCH_INTERVAL_MS must be a positive number of "
                          f"milliseconds, not {interval!r}")
+    from arena.infra.instance import check_schema
+
+    with app.app_context():
+        check_schema()
     sys.setswitchinterval(interval / 1000)  # (the process's: see Defaults.SWITCH_INTERVAL_MS)
     from arena.infra.checkpoints import checkpoint_in_background
 

@@ -108,11 +108,18 @@ class Defaults:
     # accepts "I have read it" only once the whole reveal could have been seen.
     REVEAL_WORD_MS = 220
 
+    # Serving (gunicorn.conf.py, `arena serve`): the address, and processes x threads
+    # (None: one process per core, at most 8; threads 2 on SQLite, 4 on PostgreSQL)
+    BIND = "127.0.0.1:5000"
+    WORKERS = None
+    THREADS = None
+
     # Static files are linked with a content hash (templates' ``asset()``), so cache them long.
     SEND_FILE_MAX_AGE_DEFAULT = 31_536_000
 
     # Security. SECRET_KEY signs cookies; PSEUDONYM_KEY keys voter pseudonyms in exports.
-    # Both are written once to instance/config.py by `arena serve` / `arena demo`.
+    # Both are written once to instance/config.py by `arena demo`, `arena db upgrade` or
+    # `arena serve`.
     SECRET_KEY = None
     PSEUDONYM_KEY = None
     TRUSTED_PROXIES = 0  # reverse proxies in front whose X-Forwarded-For/-Proto/-Host count

@@ -4,9 +4,9 @@
                                          [--voters 8] [--phase 20] [--soak 600]
                                          [--restart-postgres 'pg_ctlcluster 15 main restart']
 
-**slowloris**: a demo instance served by gunicorn's own threaded worker (``gthread``, what
-``arena serve`` ran before) and by Arena's worker (``arena/infra/worker.py``), 1 process x
-4 threads each; for 4, 64 and 512 clients that each sent half a request head (and as many
+**slowloris**: a demo instance served by stock gunicorn (``gthread``, gunicorn.conf.py, meant
+to sit behind a buffering proxy) and by ``arena serve``'s embedded server (waitress), 4
+threads each; for 4, 64 and 512 clients that each sent half a request head (and as many
 idle connections), the health check's median time over 5 tries (5 s timeout).
 
 **crash**: ``arena serve`` on a fresh demo instance (SQLite, and PostgreSQL with
@@ -14,8 +14,8 @@ idle connections), the health check's median time over 5 tries (5 s timeout).
 ``--phase`` seconds: steady (``--soak`` seconds when given: worker memory at its start and
 end); after kill -9 of the worker (the master starts another); after
 kill -9 of the master and a restart with the README's command; after a new release rolled
-out with ``arena restart`` (the window itself is a row: requests refused or failed while
-the new server replaced the old); on PostgreSQL, after ``--restart-postgres`` restarts the
+out with HUP to gunicorn's master (new workers, the old ones stopped gracefully); on
+PostgreSQL, after ``--restart-postgres`` restarts the
 database. Per phase: votes
 acknowledged, request errors, the worker's memory; at the end, votes acknowledged against
 votes stored (an acknowledged vote missing is a lost vote; a stored vote nobody heard back
@@ -101,12 +101,14 @@ def slowloris(workdir: Path) -> None:
     env = instance_env(instance, None)
     demo(env)
     rows = {}
-    for label, worker in (("gthread (before)", "gthread"),
-                          ("Arena's worker", "arena.infra.worker.BufferingWorker")):
+    for label, command in (("gunicorn gthread", [str(BIN / "gunicorn"), "-c",
+                                                 str(ROOT / "gunicorn.conf.py"), "--workers",
+                                                 "1", "--threads", "4", "--bind"]),
+                           ("embedded (waitress)", [str(BIN / "arena"), "serve", "--threads",
+                                                    "4", "--host", "127.0.0.1", "--port"])):
         port = free_port()
-        server = start([str(BIN / "gunicorn"), "--worker-class", worker, "--threads", "4",
-                        "--bind", f"127.0.0.1:{port}", "wsgi:app"], env,
-                       workdir / f"slow-{worker}.log", port)
+        address = f"127.0.0.1:{port}" if "--bind" in command else str(port)
+        server = start([*command, address], env, workdir / f"slow-{label[:8]}.log", port)
         try:
             for clients in (0, 4, 64, 512):
                 held = []
@@ -127,7 +129,7 @@ def slowloris(workdir: Path) -> None:
             stop(server)
     print("\nslow clients (half-sent requests + as many idle connections): health check, "
           "median of 5")
-    labels = ["gthread (before)", "Arena's worker"]
+    labels = ["gunicorn gthread", "embedded (waitress)"]
     print(f"| clients | {' | '.join(labels)} |\n|---|---|---|")
     for clients, cells in rows.items():
         print(f"| {clients} + {clients} | {' | '.join(cells[x] for x in labels)} |")
@@ -279,11 +281,11 @@ def crash(workdir: Path, label: str, url: str | None, n_voters: int, phase: floa
     demo(env)
     port = free_port()
     log = workdir / f"crash-{label}.log"
-    command = [str(BIN / "arena"), "serve", "--port", str(port)]
+    command = [str(BIN / "arena"), "serve", "--server", "gunicorn", "--port", str(port)]
     server = start(command, env, log, port)
     voters = Voters(port, n_voters)
     voters.start()
-    rows, master = [], None
+    rows = []
     try:
         measure(rows, voters, server.pid, f"steady, {soak or phase:.0f} s", soak or phase)
         os.kill(children(server.pid)[0], signal.SIGKILL)
@@ -298,43 +300,18 @@ def crash(workdir: Path, label: str, url: str | None, n_voters: int, phase: floa
         rows.append((f"kill -9 master, until the restart serves ({restart:.1f} s)",
                      after[0] - before[0], after[1] - before[1], "-"))
         measure(rows, voters, server.pid, "after the restart", phase)
-        master = release(rows, voters, env, instance)
-        measure(rows, voters, master, "after `arena restart`", phase)
+        server.send_signal(signal.SIGHUP)  # a new release: gunicorn's graceful reload
+        measure(rows, voters, server.pid, "HUP (a new release) and after", phase)
         if restart_database:
             began = time.monotonic()
             subprocess.run(restart_database, shell=True, check=True, capture_output=True)
-            measure(rows, voters, master,
+            measure(rows, voters, server.pid,
                     f"database restarted ({time.monotonic() - began:.1f} s)", phase)
     finally:
         voters.stop()
         stop(server)
-        if master is not None:
-            stop_master(master)
     report(f"{label}: {n_voters} voters through the JSON API, phases of {phase:.0f} s",
            rows, voters, env)
-
-
-def release(rows: list, voters: Voters, env: dict, instance: Path) -> int:
-    """A new release under load, as the README says to roll one out: `arena restart` (the
-    new server started beside the running one on its port, the old one stopped once the
-    new workers are ready). Adds its row; returns the new master's pid."""
-    before = voters.snapshot()
-    began = time.monotonic()
-    subprocess.run([str(BIN / "arena"), "restart"], env=env, cwd=ROOT, check=True,
-                   capture_output=True, timeout=300)
-    took = time.monotonic() - began
-    after = voters.snapshot()
-    rows.append((f"`arena restart`, a new release ({took:.1f} s until the old server "
-                 "stopped)", after[0] - before[0], after[1] - before[1], "-"))
-    return int((instance / "arena.pid").read_text())
-
-
-def stop_master(pid: int) -> None:
-    """Stop a server that is not this script's child (one `arena restart` started)."""
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-        time.sleep(0.2)
 
 
 def disk_full(workdir: Path, n_voters: int, phase: float) -> None:

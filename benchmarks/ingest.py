@@ -63,7 +63,7 @@ from harness import free_port, instance_env, scratch_dir  # noqa: E402
 from locust import FastHttpUser, HttpUser, events  # noqa: E402
 from locust.env import Environment  # noqa: E402
 
-from arena.cli.server import default_threads  # noqa: E402
+from arena.infra.serving import default_threads  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -287,9 +287,10 @@ def serve_demo(label: str, url: str | None, args, source: Path | None = None):
     print(f"{label}: demo set up in {time.perf_counter() - started:.0f} s", flush=True)
     port, log = free_port(), instance / "serve.log"
     # (the servers log to files: a pipe nobody reads fills up and blocks their access log)
+    server = ["--server", args.server] if source is None else []  # (a revision's own default)
     process = subprocess.Popen(
-        [str(BIN / "arena"), "serve", "--port", str(port), "--workers", str(args.workers),
-         "--threads", str(args.threads)], env=env, cwd=source or ROOT,
+        [str(BIN / "arena"), "serve", *server, "--port", str(port), "--workers",
+         str(args.workers), "--threads", str(args.threads)], env=env, cwd=source or ROOT,
         stdout=log.open("w"), stderr=subprocess.STDOUT)
     return port, process, log
 
@@ -402,7 +403,8 @@ def report(label: str, arena: dict, bare: dict, args, by_round: list[float],
            floor: dict | None = None, floor_by_round: list[tuple] = (),
            p99_by_round: list[dict] = ()) -> None:
     flow = "htmx pages" if args.html else "JSON API"
-    print(f"\n{label}: {args.users} voters ({flow}, {args.client} client), {args.workers} "
+    print(f"\n{label} ({args.server}): {args.users} voters ({flow}, {args.client} client), "
+          f"{args.workers} "
           f"worker(s) x {args.threads} threads, {args.seconds:.0f} s each in {args.rounds} "
           f"alternating round(s); gold supply made by arena demo")
     print(f"  {'endpoint':13s} {'req/s':>8s} {'fail':>5s} {'app p50':>8s} {'app p99':>8s} "
@@ -481,6 +483,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None,
                         help="threads per process of each server (default: arena serve's "
                              "for the database, 2 on SQLite and 4 on PostgreSQL)")
+    parser.add_argument("--server", choices=("embedded", "gunicorn"), default="embedded",
+                        help="arena serve's server (embedded: one process with workers x "
+                             "threads threads; gunicorn: workers processes)")
     parser.add_argument("--html", action="store_true", help="drive the htmx voter pages")
     parser.add_argument("--against", metavar="REV",
                         help="serve git revision REV too (SQLite), driven by turns with the "

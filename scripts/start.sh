@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up Arena (once) and serve it on SQLite with the demo campaign at http://127.0.0.1:5000.
-# Extra arguments go to `arena serve` (e.g. --port 8000 --workers 4). Asked to listen on every
+# Extra arguments go to `arena serve` (e.g. --port 8000 --threads 8). `arena demo` upgrades
+# the schema first (a release step: `arena serve` does not). Asked to listen on every
 # interface (--host 0.0.0.0 or ::), it prints this machine's LAN addresses to open from a phone.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -2,14 +2,20 @@
 # Set up the test environment (once) and run the linter, build the documentation, then the whole
 # test suite with the coverage floor. Extra arguments go to pytest (a chosen subset runs
 # without the floor).
-# Browser tests need Debian's chromium: installed here when missing and we are root with apt.
+# Browser tests need Debian's chromium, the reverse-proxy tests Debian's nginx and caddy:
+# installed here when missing and we are root with apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup_venv.sh
 ensure_venv test
-if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "Installing Debian's chromium for the browser tests..."
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+missing=""
+command -v chromium >/dev/null 2>&1 || missing="chromium"
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx"
+command -v caddy >/dev/null 2>&1 || missing="$missing caddy"
+if [ -n "$missing" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "Installing Debian's$missing for the browser and reverse-proxy tests..."
+  # shellcheck disable=SC2086  # (one package name per word)
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
 fi
 .venv/bin/ruff check arena tests benchmarks scripts
 # the documentation site (docs/, mkdocs.yml): a broken link or a page left out of nav fails

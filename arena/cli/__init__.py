@@ -84,16 +84,16 @@ class MigrationCommands(click.Group):
         info = (parent.find_object(ScriptInfo) if parent else None) or ScriptInfo()
         app = info.load_app()
         bind_migrations(app)
-        if args[:1] == ["upgrade"]:  # as `arena serve` does: the folder, then the secrets
+        if args[:1] == ["upgrade"]:  # a new instance: the folder, then the secrets
             with app.app_context():
                 ensure_instance()
         return db.make_context(info_name, args, parent=parent, **extra)
 
 
 def register(app: Flask) -> None:
-    from arena.cli import accounts, analysis, campaigns, catalog, hype, restart, server
+    from arena.cli import accounts, analysis, campaigns, catalog, hype, server
 
-    for module in (server, restart, catalog, accounts, campaigns, analysis, hype):
+    for module in (server, catalog, accounts, campaigns, analysis, hype):
         for command in module.COMMANDS:
             _wrap(command)
             app.cli.add_command(command)
@@ -123,12 +123,10 @@ COMMAND_SUMMARIES = {
     "model": "Models taking part.",
     "owner": "Model owner accounts.",
     "rank": "Rank models with Bradley-Terry or Elo, with 95% intervals and rank sets.",
-    "restart": "Replace the running server with the code and settings now installed, refusing "
-               "no request.",
     "restore": "Restore a backup into a new instance (its database must be empty).",
     "routes": "Show the routes for the app.",
     "run": "Run a development server.",
-    "serve": "Serve the app with gunicorn (upgrading the database schema first).",
+    "serve": "Serve the app (the schema must be current: `arena db upgrade`).",
     "shell": "Run a shell in the app context.",
     "token": "Staff API tokens: analysts (exports) and operators (the /admin pages).",
 }
@@ -150,18 +148,3 @@ class ArenaGroup(FlaskGroup):
 
 
 main = ArenaGroup(create_app=_make_app, help="Arena: human evaluation of image models.")
-
-
-def _add_commands_without_the_app() -> None:
-    """Commands that run before the app is built, or without it: on the group itself, which
-    Flask looks in before building the app. ``arena restart`` refuses a release whose app
-    cannot be built; ``arena serve`` listens on its port before it builds the app."""
-    from arena.cli.restart import COMMANDS
-    from arena.cli.server import serve_command
-
-    for command in (*COMMANDS, serve_command):
-        _wrap(command)
-        main.add_command(command)
-
-
-_add_commands_without_the_app()

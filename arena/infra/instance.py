@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 from flask import Flask, current_app
 
 from arena.config import SECRET_SETTINGS
+from arena.errors import Unavailable
 
 
 def ensure_instance() -> list[str]:
@@ -62,3 +64,37 @@ def upgrade_database() -> list[str]:
     written = ensure_instance()
     upgrade_schema()
     return written
+
+
+def schema_revisions() -> tuple[set[str], set[str], set[str]]:
+    """The current app's database revisions, the newest ones this release ships, and every
+    one it knows."""
+    from alembic.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    from arena.config import PACKAGE_DIR
+    from arena.extensions import db
+
+    with db.engine.connect() as connection:
+        current = set(MigrationContext.configure(connection).get_current_heads())
+    script = ScriptDirectory(str(PACKAGE_DIR / "migrations"))
+    return current, set(script.get_heads()), {s.revision for s in script.walk_revisions()}
+
+
+def check_schema() -> None:
+    """Raises Unavailable when the database is behind this release's newest migration:
+    schema upgrades are a release step (``arena db upgrade``), run once before the new
+    servers start. A schema newer than the release (one this release does not know) is
+    served, with a warning: during a release the old servers run on the upgraded schema."""
+    current, shipped, known = schema_revisions()
+    if current == shipped:
+        return
+    if current - known:
+        logging.getLogger(__name__).warning(
+            "the database schema is at %s, newer than this release's %s",
+            ", ".join(sorted(current)), ", ".join(sorted(shipped)))
+        return
+    found = (f"schema is at {', '.join(sorted(current))}, not {', '.join(sorted(shipped))}"
+             if current else "has no schema yet")
+    raise Unavailable(f"The database {found}. Run `arena db upgrade` (once, before "
+                      "the servers start), then start the server again.")

@@ -3,6 +3,10 @@ from logging.config import fileConfig
 
 from alembic import context
 from flask import current_app
+from sqlalchemy import text
+
+# the PostgreSQL advisory lock `arena db upgrade` holds while it migrates ("arena" in ASCII)
+UPGRADE_LOCK = 0x6172656E61
 
 # this is the Alembic Config object, which provides
 # access to the values within the .ini file in use.
@@ -98,6 +102,11 @@ def run_migrations_online():
         )
 
         with context.begin_transaction():
+            if connection.dialect.name == "postgresql":
+                # two servers upgrading at once: the second waits here, then finds the
+                # schema current (Alembic reads the version after this lock is held)
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                                   {"key": UPGRADE_LOCK})
             context.run_migrations()
 
 

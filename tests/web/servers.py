@@ -51,6 +51,13 @@ def stop(process: subprocess.Popen) -> str:
     return out
 
 
+def upgrade(instance: Path) -> Path:
+    """``arena db upgrade`` on ``instance`` (the release step before a server starts)."""
+    subprocess.run([ARENA, "db", "upgrade"], env=server_env(instance), cwd=ROOT, check=True,
+                   capture_output=True, timeout=120)
+    return instance
+
+
 def serve(instance: Path, port: int, *options: str) -> subprocess.Popen:
     """The README's command, `.venv/bin/arena serve`, on ``instance`` (its output in a pipe
     that :func:`stop` reads)."""

@@ -14,11 +14,11 @@ import time
 
 import pytest
 
-from arena.cli.server import default_threads, default_workers, usable_cpus
+from arena.infra.serving import default_threads, default_workers, usable_cpus
 from tests.conftest import app_config
 from tests.factories import make_campaign
 
-from .servers import ARENA, ROOT, free_port, serve, server_env, stop, wait_healthy
+from .servers import ARENA, ROOT, free_port, serve, server_env, stop, upgrade, wait_healthy
 
 REDIS_URL = os.environ.get("ARENA_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 
@@ -74,19 +74,20 @@ def test_two_processes_share_one_limit_through_redis(make_app, tmp_path, redis_u
     assert alone == [[201, 201], [201, 201]]
 
 
-def test_serve_runs_one_process_on_memory_and_a_worker_per_core_on_redis(tmp_path, redis_url):
+def test_gunicorn_runs_one_process_on_memory_and_a_worker_per_core_on_redis(tmp_path,
+                                                                          redis_url):
     """Limits kept in memory (the default) get one process, and asking for more is refused;
-    on Redis, one process per CPU core (benchmarks/ingest.py: one worker left the second
-    core idle)."""
-    instance = tmp_path / "instance"
+    on Redis, one process per CPU core (one worker left the second core idle)."""
+    instance = upgrade(tmp_path / "instance")
     port = free_port()
-    alone = serve(instance, port)
+    alone = serve(instance, port, "--server", "gunicorn")
     try:
         assert wait_healthy(port, alone)["status"] == 200
     finally:
         out = stop(alone)
     assert "with 1 worker(s)" in out and out.count("Booting worker") == 1
-    refused = subprocess.run([ARENA, "serve", "--port", str(free_port()), "--workers", "2"],
+    refused = subprocess.run([ARENA, "serve", "--server", "gunicorn", "--port",
+                              str(free_port()), "--workers", "2"],
                              env=server_env(instance), cwd=ROOT, capture_output=True,
                              text=True, timeout=60)
     assert refused.returncode != 0
@@ -95,7 +96,8 @@ def test_serve_runs_one_process_on_memory_and_a_worker_per_core_on_redis(tmp_pat
     env = {**server_env(instance), "ARENA_RATELIMIT_STORAGE_URI": url,
            "ARENA_RATELIMIT_KEY_PREFIX": prefix}
     port = free_port()
-    server = subprocess.Popen([ARENA, "serve", "--port", str(port)], env=env, cwd=ROOT,
+    server = subprocess.Popen([ARENA, "serve", "--server", "gunicorn", "--port", str(port)],
+                              env=env, cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert wait_healthy(port, server)["status"] == 200
@@ -117,6 +119,6 @@ def test_the_default_worker_count_follows_the_cores_and_the_limit_store():
 
 def test_the_default_thread_count_follows_the_database():
     """SQLite: two threads took as many votes as four with a third of the p99; PostgreSQL
-    gains from more threads (benchmarks/ingest.py, arena.cli.server.default_threads)."""
+    gains from more threads (benchmarks/ingest.py, arena.infra.serving.default_threads)."""
     assert default_threads("sqlite:////srv/arena/instance/arena.sqlite3") == 2
     assert default_threads("postgresql+psycopg://arena@db/arena") == 4
