@@ -19,7 +19,7 @@ import pytest
 from tests.security.slow_clients import attacked_health
 from tests.web.servers import ARENA, ROOT, free_port, server_env, stop, upgrade, wait_healthy
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 WITHIN = 0.2  # seconds a health check may take
 SECONDS = 20.0  # how long the health checker watches under the attack
