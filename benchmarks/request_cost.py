@@ -24,9 +24,6 @@ beyond them, and Arena's share of it (run after Arena and the ceiling, not alter
 ``--paired KEY=VALUE`` measures what one setting costs instead: the same flow in one process,
 with and without it, alternating (eight rounds of ``--cycles``/8 sessions each, so drift of a
 noisy machine falls on both), e.g. ``--paired RATELIMIT_ENABLED=false`` for the rate limiter.
-``--paired-next`` does the same for the htmx flow's next session: in place (the end card's
-"Next session" answered with the new session's first card) against the start form's
-redirect and the session's page.
 """
 
 from __future__ import annotations
@@ -105,13 +102,11 @@ CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 CARD = re.compile(r'hx-post="(/t/\d+)"')
 
 
-def drive_html(env: dict, cycles: int, next_in_place: bool = True) -> tuple[dict, dict]:
+def drive_html(env: dict, cycles: int) -> tuple[dict, dict]:
     """The htmx voter flow: the start form (its redirect to the session page timed as
     "page"), then each card's caption confirmation and vote posted as htmx does, the next
     card coming back in the vote's response, and each next session from the end card's
-    "Next session" as htmx posts it, its first card coming back in place ("session" too).
-    ``next_in_place=False``: every session through the start form and its page instead (as
-    a page without htmx does it; the way before the card's button was htmx)."""
+    "Next session" as htmx posts it, its first card coming back in place ("session" too)."""
     os.environ.update(env)
     from arena import create_app
 
@@ -124,7 +119,7 @@ def drive_html(env: dict, cycles: int, next_in_place: bool = True) -> tuple[dict
             times.clear()
             statements.clear()
         token = CSRF.search(html)[1]
-        if n and next_in_place:
+        if n:
             response = timed(times, statements, "session", lambda t=token: client.post(
                 "/start", data={"csrf_token": t}, headers=htmx))
             if response.status_code != 200:
@@ -220,16 +215,6 @@ def paired(env: dict, html: bool, cycles: int, key: str, value: str) -> None:
     print(f"  the settings as set cost {100 * (base / other - 1):+.1f}% against {key}={value}")
 
 
-def paired_next(env: dict, cycles: int) -> None:
-    """The htmx flow's server time per vote with each next session answered in place (the
-    end card's "Next session" as htmx posts it) and through the start form's redirect and the
-    session's page, in alternating rounds in this process."""
-    variants = {"next session in place": partial(drive_html, env),
-                "redirect and page": partial(drive_html, env, next_in_place=False)}
-    base, other = alternate(variants, cycles, " (htmx pages)")
-    print(f"  in place: {100 * (base / other - 1):+.1f}% against the redirect and its page")
-
-
 def alternate(variants: dict, cycles: int, label: str, before=lambda: None) -> tuple:
     """Eight alternating rounds of ``cycles``/8 sessions of each variant (a drive function
     taking the cycle count); prints and returns the median server time per vote of each."""
@@ -260,17 +245,11 @@ def main() -> None:
     parser.add_argument("--paired", metavar="KEY=VALUE",
                         type=lambda text: tuple(text.split("=", 1)),
                         help="the server time per vote with and without this setting")
-    parser.add_argument("--paired-next", action="store_true",
-                        help="the htmx flow with each next session in place against the "
-                             "start form's redirect and page")
     args = parser.parse_args()
     instance = scratch_dir("arena-cost-")
     env = prepare(instance, args.postgres, args.prompts, args.set)
     if args.paired:
         paired(env, args.html, args.cycles, *args.paired)
-        return
-    if args.paired_next:
-        paired_next(env, args.cycles)
         return
     times, statements = (drive_html if args.html else drive_arena)(env, args.cycles)
     ceiling_url = args.postgres or f"sqlite:///{instance / 'ceiling.sqlite3'}"

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.serial  # (load: alone, after the parallel part)
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

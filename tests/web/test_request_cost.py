@@ -48,16 +48,3 @@ def test_the_request_cost_benchmark_pairs_a_setting():
     assert [name for name, _ in rows] == ["as set", "RATELIMIT_ENABLED=false"], done.stdout
     assert all(float(ms) > 0 for _, ms in rows)
     assert re.search(r"cost [+-][\d.]+% against RATELIMIT_ENABLED=false", done.stdout)
-
-
-def test_the_request_cost_benchmark_pairs_the_next_session_ways():
-    done = subprocess.run(
-        [sys.executable, "benchmarks/request_cost.py", "--prompts", "4", "--cycles", "8",
-         "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=8", "--paired-next"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = re.findall(r"^\s+(next session in place|redirect and page)\s+([\d.]+) ms",
-                      done.stdout, re.M)
-    assert [name for name, _ in rows] == ["next session in place", "redirect and page"]
-    assert all(float(ms) > 0 for _, ms in rows)
-    assert re.search(r"in place: [+-][\d.]+% against the redirect", done.stdout)

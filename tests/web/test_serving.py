@@ -20,8 +20,6 @@ import pytest
 
 from .servers import ARENA, ROOT, free_port, server_env, stop, upgrade, wait_healthy
 
-pytestmark = pytest.mark.serial  # (servers under a stream of requests: alone)
-
 CONFIG = ROOT / "gunicorn.conf.py"
 GUNICORN = str(Path(sys.executable).parent / "gunicorn")
 
