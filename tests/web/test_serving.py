@@ -185,13 +185,14 @@ def test_arena_serve_and_plain_gunicorn_read_one_settings_file(tmp_path, monkeyp
 
     settings = runpy.run_path(str(CONFIG))
     assert settings["bind"] == ["127.0.0.1:5000"]
-    assert settings["workers"] == min(usable_cpus(), 8) and settings["threads"] == 2
+    # (rate limits in memory by default: one process counts them all)
+    assert settings["workers"] == 1 and settings["threads"] == 2
     assert settings["worker_class"] == "gthread"
     assert "%(h)s" not in settings["access_log_format"]
     monkeypatch.setenv("ARENA_DATABASE_URL", "postgresql://arena@db/arena")
     assert runpy.run_path(str(CONFIG))["threads"] == 4
-    monkeypatch.setenv("ARENA_RATELIMIT_STORAGE_URI", "memory://")
-    assert runpy.run_path(str(CONFIG))["workers"] == 1
+    monkeypatch.setenv("ARENA_RATELIMIT_STORAGE_URI", "redis://127.0.0.1:6379")
+    assert runpy.run_path(str(CONFIG))["workers"] == min(usable_cpus(), 8)
     (tmp_path / "config.py").write_text("BIND = '0.0.0.0:8000'\nTHREADS = 3\n")
     monkeypatch.setenv("ARENA_WORKERS", "5")
     settings = runpy.run_path(str(CONFIG))
