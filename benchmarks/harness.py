@@ -41,8 +41,8 @@ def instance_env(instance: Path, url: str | None, settings=(), **extra: str) -> 
 
     The trust floor is off because a benchmark voter answers every pair alike and so fails
     a gold pair within a few sessions: from then on each of its votes was flagged
-    distrusted, moved no Elo and locked no rating, and the benchmarks measured that cheaper
-    path (until stop 27). A voter who passes their gold pairs takes the rated path, the one
+    distrusted, moved no Elo and locked no rating, and a benchmark would measure that
+    cheaper path. A voter who passes their gold pairs takes the rated path, the one
     measured now."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
     env.update({"ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench",

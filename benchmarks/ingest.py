@@ -164,8 +164,7 @@ class CeilingUser:
 
 
 # the load generator's HTTP client: geventhttpclient's (locust's FastHttpUser), or python-requests
-# (HttpUser: what the rows of the README before stop 29 used; several times the CPU per
-# request, on the cores the servers use)
+# (HttpUser: several times the CPU per request, on the cores the servers use)
 CLIENTS = {"fast": FastHttpUser, "requests": HttpUser}
 
 

@@ -245,7 +245,7 @@ def test_a_check_question_is_not_given_away_by_its_caption(live, ctx):
     caption already met in it (15 of the 74 demo sessions with a check; 6 of 71 without).
     Now no two questions of a session share a prompt while the campaign has enough: a
     voter who takes a repeated caption for the check never gets one to take. The same holds
-    for the prompt of a swapped pair's wrong image (a helper's audit, stop 34)."""
+    for the prompt of a swapped pair's wrong image."""
     ctx.config["VALIDATION_RATE"] = 1.0
     rng = np.random.default_rng(4)
     sessions = 0

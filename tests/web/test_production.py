@@ -26,8 +26,8 @@ def switch_interval():
 
 def test_the_servers_app_hands_the_gil_on_sooner(tmp_path, monkeypatch, switch_interval):
     """A thread holding SQLite's writer lock waits for the GIL back after every statement
-    (README, stop 32): the servers' processes switch every 0.5 ms, not Python's 5, and a
-    value that cannot be one is refused with its name."""
+    (docs/configuration.md, SWITCH_INTERVAL_MS): the servers' processes switch every
+    0.5 ms, not Python's 5, and a value that cannot be one is refused with its name."""
     monkeypatch.setenv("ARENA_INSTANCE_PATH", str(upgrade(tmp_path)))
     monkeypatch.setenv("ARENA_SECRET_KEY", "k1")
     monkeypatch.setenv("ARENA_PSEUDONYM_KEY", "k2")
