@@ -19,6 +19,7 @@ from arena.infra.instance import upgrade_schema
 from .factories import make_campaign
 
 PG_URL = os.environ.get("ARENA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("ARENA_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 
 
 def app_config(tmp_path, **overrides) -> dict:
@@ -214,3 +215,20 @@ def pg_app(tmp_path, pg_template):
 def any_app(request):
     """The app on each supported database in turn."""
     return request.getfixturevalue("app" if request.param == "sqlite" else "pg_app")
+
+
+@pytest.fixture
+def redis_client():
+    """A client of the test Redis (ARENA_TEST_REDIS_URL); skipped without one, unless
+    ARENA_REQUIRE_REDIS."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.ConnectionError as exc:
+        if os.environ.get("ARENA_REQUIRE_REDIS"):
+            pytest.fail(f"Redis not reachable at {REDIS_URL}: {exc}")
+        pytest.skip(f"Redis not reachable at {REDIS_URL}: {exc}")
+    yield client
+    client.close()

@@ -1,28 +1,11 @@
 """Rate limits shared through a real Redis, as several app servers would share them."""
 
-import os
 import secrets
 
 import pytest
 
+from tests.conftest import REDIS_URL
 from tests.factories import make_campaign
-
-REDIS_URL = os.environ.get("ARENA_TEST_REDIS_URL", "redis://127.0.0.1:6379")
-
-
-@pytest.fixture
-def redis_client():
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.ConnectionError as exc:
-        if os.environ.get("ARENA_REQUIRE_REDIS"):
-            pytest.fail(f"Redis not reachable at {REDIS_URL}: {exc}")
-        pytest.skip(f"Redis not reachable at {REDIS_URL}: {exc}")
-    yield client
-    client.close()
 
 
 def test_two_servers_share_one_limit_and_store_no_ip(make_app, redis_client):

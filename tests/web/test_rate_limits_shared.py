@@ -15,12 +15,10 @@ import time
 import pytest
 
 from arena.infra.serving import default_threads, default_workers, usable_cpus
-from tests.conftest import app_config
+from tests.conftest import REDIS_URL, app_config
 from tests.factories import make_campaign
 
 from .servers import ARENA, ROOT, free_port, serve, server_env, stop, upgrade, wait_healthy
-
-REDIS_URL = os.environ.get("ARENA_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 
 # one app server process: builds the app on the shared database, asks for sessions
 PROCESS = """
@@ -33,22 +31,13 @@ print(json.dumps([client.post("/api/v1/sessions").status_code for _ in range(req
 
 
 @pytest.fixture
-def redis_url():
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.ConnectionError as exc:
-        if os.environ.get("ARENA_REQUIRE_REDIS"):
-            pytest.fail(f"Redis not reachable at {REDIS_URL}: {exc}")
-        pytest.skip(f"Redis not reachable at {REDIS_URL}: {exc}")
+def redis_url(redis_client):
+    """The test Redis's URL and a key prefix of this test's own, its keys deleted after."""
     prefix = f"arena-test-{secrets.token_hex(4)}"
     yield REDIS_URL, prefix
-    keys = list(client.scan_iter(f"*{prefix}*"))
+    keys = list(redis_client.scan_iter(f"*{prefix}*"))
     if keys:
-        client.delete(*keys)
-    client.close()
+        redis_client.delete(*keys)
 
 
 def _in_processes(tmp_path, requests: list[int], **settings) -> list[list[int]]:
