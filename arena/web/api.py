@@ -33,6 +33,7 @@ from arena.web.requests import (
     flag_arg,
     int_arg,
     json_body,
+    request_voter,
 )
 
 bp = Blueprint("api", __name__)
@@ -103,7 +104,7 @@ def create_session():
 @limits.per_network("RATE_LIMIT_NETWORK_VOTES")
 def confirm_read(task_id: int):
     """Confirm having read an alignment task's caption (after its ``reveal_ms``)."""
-    tasks.confirm_read(voters.require_voter(bearer_token()), task_id)
+    tasks.confirm_read(voters.required(request_voter()), task_id)
     return jsonify(read_confirmed=True)
 
 
@@ -112,7 +113,7 @@ def confirm_read(task_id: int):
 @limits.per_network("RATE_LIMIT_NETWORK_VOTES")
 def skip(task_id: int):
     """The voter cannot decide: the task closes without a vote."""
-    tasks.skip(voters.require_voter(bearer_token()), task_id)
+    tasks.skip(voters.required(request_voter()), task_id)
     return jsonify(skipped=True)
 
 
@@ -122,7 +123,7 @@ def skip(task_id: int):
 def report_image(task_id: int):
     """Report the image on ``side`` of this task (``reason``: broken, offensive or other);
     the task closes without a vote."""
-    voter = voters.require_voter(bearer_token())
+    voter = voters.required(request_voter())
     body = json_body(required=True, what="a JSON object with 'side' and 'reason'")
     image_reports.report(voter, task_id, body.get("side"), body.get("reason"))
     return jsonify(reported=True, skipped=True), 201
@@ -132,7 +133,7 @@ def report_image(task_id: int):
 @limits.per_voter("RATE_LIMIT_VOTES")
 @limits.per_network("RATE_LIMIT_NETWORK_VOTES")
 def vote(task_id: int):
-    voter = voters.require_voter(bearer_token())
+    voter = voters.required(request_voter())
     body = json_body(required=True, what="a JSON object with 'choice'")
     result = votes.cast_vote(voter, task_id, body.get("choice"), body.get("response_ms"),
                              language=i18n.current_language())

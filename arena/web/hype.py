@@ -14,13 +14,13 @@ from arena.web import limits
 from arena.web.charts import psychometric_chart
 from arena.web.errors import renders_errors
 from arena.web.images import image_url
-from arena.web.requests import choice_arg, float_arg, int_arg, is_htmx
+from arena.web.requests import choice_arg, float_arg, int_arg, is_htmx, request_voter
 
 bp = Blueprint("hype", __name__, url_prefix="/hype")
 
 
 def _voter():
-    return voters.voter_by_public_id(session.get("voter"))
+    return request_voter()
 
 
 @bp.get("/")

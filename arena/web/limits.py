@@ -42,8 +42,7 @@ from werkzeug.exceptions import TooManyRequests
 
 from arena.errors import Unavailable
 from arena.infra.network import network_hash
-from arena.voting import voters
-from arena.web.requests import bearer_token
+from arena.web.requests import bearer_token, request_voter
 
 log = logging.getLogger(__name__)
 MAX_RETRY_SECONDS = 60
@@ -189,29 +188,18 @@ def network_key() -> str:
     return "n:" + network_hash(current_app.config["SECRET_KEY"], request.remote_addr)
 
 
-def _uses_tokens() -> bool:
-    return request.blueprint == "api"
-
-
 def _identity() -> str | None:
     """The key of the existing voter this route identifies (cached for the request)."""
     if "arena_identity" in g:
         return g.arena_identity
     key = None
-    if _uses_tokens():
-        token = bearer_token()
-        if _voter("token", token) is not None:
-            key = "t:" + hashlib.sha256(token.encode()).hexdigest()[:32]
-    else:
-        public_id = session.get("voter")
-        if _voter("public", public_id) is not None:
-            key = "v:" + hashlib.sha256(str(public_id).encode()).hexdigest()[:32]
+    if request_voter() is not None:
+        if request.blueprint == "api":
+            key = "t:" + hashlib.sha256(bearer_token().encode()).hexdigest()[:32]
+        else:
+            key = "v:" + hashlib.sha256(str(session.get("voter")).encode()).hexdigest()[:32]
     g.arena_identity = key
     return key
-
-
-def _voter(kind: str, credential: str | None):
-    return voters.voter_by(kind, credential)
 
 
 def voter_key() -> str:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 
-from flask import request
+from flask import g, request, session
 from werkzeug.routing import IntegerConverter
 
 from arena.errors import Invalid
+from arena.models import Voter
+from arena.voting import voters
 
 
 def is_htmx() -> bool:
@@ -21,6 +23,19 @@ def bearer_token() -> str | None:
     if scheme.lower() != "bearer" or not token.strip():
         return None
     return token.strip()
+
+
+def request_voter() -> Voter | None:
+    """The existing voter this request names: its bearer token on the JSON API, its signed
+    cookie elsewhere; None for nobody. Looked up once per request and credential, since the
+    rate limits and the view both ask."""
+    kind, credential = (("token", bearer_token()) if request.blueprint == "api"
+                        else ("public", session.get("voter")))
+    cached = g.get("request_voter")
+    if cached is None or cached[0] != (kind, credential):
+        cached = ((kind, credential), voters.voter_by(kind, credential))
+        g.request_voter = cached
+    return cached[1]
 
 
 def json_body(required: bool, what: str = "a JSON object") -> dict:

@@ -19,7 +19,7 @@ from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
 from arena.web import i18n, limits
 from arena.web.errors import error_response, renders_errors
 from arena.web.presenters import preload_view, task_view
-from arena.web.requests import is_htmx
+from arena.web.requests import is_htmx, request_voter
 
 bp = Blueprint("voter", __name__)
 VALIDATION_WARNING = lazy_gettext(
@@ -34,7 +34,7 @@ LANDING_MESSAGES = {
 
 def _current_voter():
     """The voter of this browser's cookie, if any."""
-    return voters.voter_by_public_id(session.get("voter"))
+    return request_voter()
 
 
 def _form_demographics() -> dict | None:
