@@ -1,210 +1,144 @@
-"""The OpenAPI 3.1 description of ``/api/v1``, served at ``/api/v1/openapi.json``.
+"""The OpenAPI 3.1 description of ``/api/v1``, served at ``/api/v1/openapi.json``, generated
+from the routes with apispec.
 
-Written by hand beside the routes it describes (``arena/web/api.py``) and held to them by
-``tests/security/test_api_schema.py``: every route of the blueprint is described, and
-schemathesis sends generated requests from this description to the app on SQLite and
-PostgreSQL and checks each answer against it (documented status, content type and shape;
-never a 500)."""
+Every rule of the ``api`` blueprint becomes a path, with its methods and its typed path
+parameters. Each view's docstring gives its summary (the first paragraph) and, after a
+``---`` line, in OpenAPI's YAML, what only the view knows: query parameters, body, responses
+and who may call it. Its names refer to the components below, built from the same constants
+the services check. ``tests/security/test_api_schema.py`` has schemathesis send requests
+generated from this description to the app on SQLite and PostgreSQL and check each answer
+against it (documented status, content type and shape; never a 500)."""
 
 from __future__ import annotations
+
+import re
+
+from apispec import APISpec
+from apispec.yaml_utils import load_yaml_from_docstring
+from flask import current_app
 
 from arena.analysis.exports import VOTE_FORMATS
 from arena.analysis.leaderboard import INTERVALS, METHODS
 from arena.analysis.tallies import CLUSTERS
 from arena.config import CRITERIA, LANGUAGES
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
+from arena.web.requests import DB_INT_MAX
 
 VERSION = "1"
-
-_ERROR = {"type": "object", "required": ["error"],
-          "properties": {"error": {"type": "string"}}}
-_TASK_ID = {"name": "task_id", "in": "path", "required": True,
-            "schema": {"type": "integer", "minimum": 0}}
-_NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
-_CRITERION = {"name": "criterion", "in": "query",
-              "schema": {"type": "string", "enum": list(CRITERIA)}}
-_SEED = {"name": "seed", "in": "query",
-         "schema": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1}}
-_IMAGE = {"type": "object", "required": ["url", "urls"],
-          "properties": {"url": {"type": "string"},
-                         "urls": {"type": "object", "additionalProperties": {"type": "string"}}}}
-_CSV = {"text/csv": {"schema": {"type": "string"}}}
-_VOTER = [{"voterToken": []}]
-_ANALYST = [{"analystToken": []}]
-
-
-def _json(schema: dict) -> dict:
-    return {"application/json": {"schema": schema}}
-
-
-def _status(word: str) -> dict:
-    return {"type": "object", "required": ["status"], "properties": {
-        "status": {"const": word}}}
-
-
-def _op(summary: str, ok: dict, *, parameters=(), body=None, security=None,
-        extra=None) -> dict:
-    """One operation: its success responses (status: content), any error as ``{"error"}``."""
-    responses = {status: {"description": "success", "content": content}
-                 for status, content in ok.items()}
-    responses.update(extra or {})
-    responses["default"] = {"description": "an error, with a message",
-                            "content": _json(_ERROR)}
-    op = {"summary": summary, "parameters": list(parameters), "responses": responses}
-    if body is not None:
-        op["requestBody"] = body
-    if security is not None:
-        op["security"] = security
-    return op
-
-
-def _json_body(schema: dict, required: bool = True) -> dict:
-    return {"required": required, "content": _json(schema)}
-
-
-def _slice_parameters() -> list[dict]:
-    """Which votes count (arena.analysis.tallies.Slice), for analysts."""
-    def enum(name, values):
-        return {"name": name, "in": "query", "schema": {"enum": list(values)}}
-
-    return [enum("age_group", AGE_GROUPS), enum("gender", GENDERS),
-            enum("continent", CONTINENTS), enum("country", sorted(countries())),
-            enum("language", LANGUAGES),
-            {"name": "category", "in": "query", "schema": {"type": "string"}},
-            {"name": "since", "in": "query", "schema": {"type": "string", "format": "date"}},
-            {"name": "until", "in": "query", "schema": {"type": "string", "format": "date"}},
-            enum("trusted_only", ("true", "false")), enum("include_flagged", ("true", "false")),
-            enum("poststratify", ("true", "false")),
-            {"name": "margin", "in": "query", "schema": {"type": "string"},
-             "description": "an attribute to post-stratify on, with target shares "
-                            "(margin=gender:female=0.5,male=0.5); repeatable"}]
+PREFIX = "/api/v1"
+RULE_ARGUMENT = re.compile(r"<(?:(\w+)(?:\([^)]*\))?:)?(\w+)>")
+CONVERTER_SCHEMAS = {"int": {"type": "integer", "minimum": 0, "maximum": DB_INT_MAX}}
+ANSWERS = ["left", "right"]
+# the slice of the votes an analyst ranks (arena.analysis.tallies.Slice)
+SLICE_PARAMETERS = ("age_group", "gender", "continent", "country", "language", "category",
+                    "since", "until", "trusted_only", "include_flagged", "poststratify",
+                    "margin")
 
 
 def spec() -> dict:
+    api = APISpec(
+        title="Arena", version=VERSION, openapi_version="3.1.0",
+        info={"description": "Human evaluation of generative image models: voting, uploads "
+                             "and exports. Errors are {\"error\": message} with the status "
+                             "of their kind."},
+        servers=[{"url": PREFIX}])
+    _components(api)
+    for rule in sorted(current_app.url_map.iter_rules(), key=lambda r: r.rule):
+        if rule.endpoint.split(".")[0] != "api":
+            continue
+        doc = current_app.view_functions[rule.endpoint].__doc__ or ""
+        described = load_yaml_from_docstring(doc) or {}
+        operation = {"summary": _summary(doc), **described,
+                     "responses": {**described.get("responses", {}), "default": "Error"}}
+        methods = sorted(rule.methods - {"HEAD", "OPTIONS"})
+        api.path(path=RULE_ARGUMENT.sub(r"{\2}", rule.rule.removeprefix(PREFIX)),
+                 operations={m.lower(): operation for m in methods},
+                 parameters=[{"name": name, "in": "path", "required": True,
+                              "schema": CONVERTER_SCHEMAS.get(kind, {"type": "string"})}
+                             for kind, name in RULE_ARGUMENT.findall(rule.rule)])
+    return api.to_dict()
+
+
+def _summary(doc: str) -> str:
+    """The first paragraph of a docstring, on one line."""
+    return " ".join(doc.split("---")[0].strip().split("\n\n")[0].split())
+
+
+def _components(api: APISpec) -> None:
+    components = api.components
+    for name, schema in _schemas().items():
+        components.schema(name, schema)
+    components.response("Error", {"description": "an error, with a message", "content": {
+        "application/json": {"schema": "Error"}}})
+    for name, schema in _query_parameters().items():
+        components.parameter(name, "query", {"schema": schema})
+    components.parameter("vote_format", "query", {"name": "format",
+                                                  "schema": {"enum": list(VOTE_FORMATS)}})
+    components.parameter("margin", "query", {
+        "schema": {"type": "string"},
+        "description": "an attribute to post-stratify on, with target shares "
+                       "(margin=gender:female=0.5,male=0.5); repeatable"})
+    for name in ("voterToken", "analystToken", "ownerToken"):
+        components.security_scheme(name, {"type": "http", "scheme": "bearer"})
+
+
+def _schemas() -> dict:
+    image = {"type": "object", "required": ["url", "urls"], "properties": {
+        "url": {"type": "string"},
+        "urls": {"type": "object", "additionalProperties": {"type": "string"}}}}
     task = {"type": "object", "required": ["task_id", "prompt", "reveal_ms", "left", "right"],
             "properties": {"task_id": {"type": "integer"},
                            "prompt": {"type": ["string", "null"]},
                            "reveal_ms": {"type": "integer"},
-                           "left": _IMAGE, "right": _IMAGE}}
-    session = {"type": "object",
-               "required": ["session_id", "voter_id", "criterion", "question", "tasks"],
-               "properties": {"session_id": {"type": "string"}, "voter_id": {"type": "string"},
-                              "criterion": {"enum": list(CRITERIA)},
-                              "question": {"type": "string"},
-                              "tasks": {"type": "array", "items": task},
-                              "voter_token": {"type": "string"}}}
+                           "left": image, "right": image}}
     demographics = {"type": "object", "properties": {
-        "age_group": {"type": "string"}, "gender": {"type": "string"},
-        "country": {"type": "string"}}}
-    ranking_row = {"type": "object", "required": ["rank", "model"], "properties": {
-        "rank": {"type": ["integer", "null"]}, "model": {"type": "string"}}}
-    paths = {
-        "/health": {"get": _op("The database answers a query", {"200": _json(_status("ok"))})},
-        "/health/live": {"get": _op("The process answers (liveness)",
-                                    {"200": _json(_status("alive"))})},
-        "/health/ready": {"get": _op("A write commits (readiness); 503 says why not",
-                                     {"200": _json(_status("ready"))})},
-        "/sessions": {"post": _op(
-            "Start a session of up to 3 tasks; without a token, a new voter and its token",
-            {"201": _json(session)},
-            body=_json_body({"type": "object", "properties": {
-                "criterion": {"enum": list(CRITERIA)}, "demographics": demographics}},
-                required=False),
-            security=[{}, *_VOTER])},
-        "/tasks/{task_id}/read": {"post": _op(
-            "Confirm an alignment caption was read to the end",
-            {"200": _json({"type": "object", "required": ["read_confirmed"]})},
-            parameters=[_TASK_ID], security=_VOTER)},
-        "/tasks/{task_id}/skip": {"post": _op(
-            "Close a task without a vote (\"Can't decide\")",
-            {"200": _json({"type": "object", "required": ["skipped"]})},
-            parameters=[_TASK_ID], security=_VOTER)},
-        "/tasks/{task_id}/report": {"post": _op(
-            "Report one of the task's images; closes the task without a vote",
-            {"201": _json({"type": "object", "required": ["reported", "skipped"]})},
-            parameters=[_TASK_ID], security=_VOTER,
-            body=_json_body({"type": "object", "required": ["side", "reason"], "properties": {
-                "side": {"enum": ["left", "right"]},
-                "reason": {"enum": ["broken", "offensive", "other"]}}}))},
-        "/tasks/{task_id}/vote": {"post": _op(
-            "Vote on a task; a repeat answers 200 with duplicate=true",
-            {"201": _json({"type": "object", "required": ["accepted", "validation_failed"]}),
-             "200": _json({"type": "object", "required": ["accepted", "duplicate"]})},
-            parameters=[_TASK_ID], security=_VOTER,
-            body=_json_body({"type": "object", "required": ["choice"], "properties": {
-                "choice": {"enum": ["left", "right"]},
-                "response_ms": {"type": "integer", "minimum": 0}}}))},
-        "/leaderboard": {"get": _op(
-            "Public: online Elo over the votes before as_of, the hour's cut-off. With an "
-            "analyst token: live, any method, slice and format",
-            {"200": {**_json({"type": "object", "required": ["criterion", "models"],
-                              "properties": {"models": {"type": "array",
-                                                        "items": ranking_row}}}),
-                     **_CSV, "application/vnd.apache.parquet": {"schema": {}}}},
-            parameters=[_CRITERION, _SEED,
-                        {"name": "format", "in": "query",
-                         "schema": {"enum": ["json", "csv", "parquet"]}},
-                        {"name": "method", "in": "query",
-                         "schema": {"enum": list(METHODS)}},
-                        {"name": "bootstrap", "in": "query",
-                         "schema": {"type": "integer", "minimum": 0, "maximum": 10_000}},
-                        {"name": "intervals", "in": "query",
-                         "schema": {"enum": list(INTERVALS)}},
-                        {"name": "cluster", "in": "query",
-                         "schema": {"enum": list(CLUSTERS)}},
-                        *_slice_parameters()],
-            security=[{}, *_ANALYST])},
-        "/matrix": {"get": _op("Wins of each model over each other (analyst)", {"200": _json(
-            {"type": "object", "required": ["criterion", "models", "wins"]})},
-            parameters=[_CRITERION], security=_ANALYST)},
-        "/votes": {"get": _op("The vote log (analyst)", {"200": {
-            **_CSV, "application/x-ndjson": {"schema": {"type": "string"}},
-            "application/vnd.apache.parquet": {"schema": {}}}},
-            parameters=[{"name": "format", "in": "query",
-                         "schema": {"enum": list(VOTE_FORMATS)}}],
-            security=_ANALYST)},
-        "/skips": {"get": _op("Tasks closed without a vote: skips and reports (analyst)",
-                              {"200": {**_CSV,
-                                       "application/x-ndjson": {"schema": {"type": "string"}}}},
-                              parameters=[{"name": "format", "in": "query",
-                                           "schema": {"enum": ["csv", "jsonl"]}}],
-                              security=_ANALYST)},
-        "/prompts": {"get": _op("Prompts, of one set when named", {"200": _json(
-            {"type": "object", "required": ["prompts"]})},
-            parameters=[{"name": "set", "in": "query", "schema": {"type": "string"}}])},
-        "/models": {"post": _op("Register a model (owner token)", {"201": _json(
-            {"type": "object", "required": ["id", "name"]})},
-            body=_json_body({"type": "object", "required": ["name"], "properties": {
-                "name": {"type": "string"}, "description": {"type": "string"},
-                "link": {"type": "string"}}}),
-            security=[{"ownerToken": []}])},
-        "/models/{name}/images": {"post": _op(
-            "Upload one image for a prompt (owner token); a repeat answers 200",
-            {"201": _json({"type": "object"}), "200": _json({"type": "object"})},
-            parameters=[_NAME], security=[{"ownerToken": []}],
-            body={"required": True, "content": {"multipart/form-data": {"schema": {
-                "type": "object", "required": ["image", "prompt_id"], "properties": {
-                    "image": {"type": "string", "format": "binary"},
-                    "prompt_id": {"type": "integer"}}}}}})},
-        "/hype/{name}/scores": {"get": _op(
-            "A HYPE run's scores (analyst)", {"200": {**_json({"type": "object"}), **_CSV}},
-            parameters=[_NAME, _SEED, {"name": "format", "in": "query",
-                                       "schema": {"enum": ["json", "csv"]}}],
-            security=_ANALYST)},
-        "/hype/{name}/trials": {"get": _op("A HYPE run's answered trials (analyst)",
-                                           {"200": _CSV}, parameters=[_NAME],
-                                           security=_ANALYST)},
-        "/openapi.json": {"get": _op("This description", {"200": _json({"type": "object"})})},
-    }
-    bearer = {"type": "http", "scheme": "bearer"}
+        name: {"type": "string"} for name in ("age_group", "gender", "country")}}
     return {
-        "openapi": "3.1.0",
-        "info": {"title": "Arena", "version": VERSION,
-                 "description": "Human evaluation of generative image models: voting, "
-                                "uploads and exports. Errors are {\"error\": message} with "
-                                "the status of their kind."},
-        "servers": [{"url": "/api/v1"}],
-        "paths": paths,
-        "components": {"securitySchemes": {"voterToken": bearer, "analystToken": bearer,
-                                           "ownerToken": bearer}},
+        "Error": {"type": "object", "required": ["error"],
+                  "properties": {"error": {"type": "string"}}},
+        "Health": {"type": "object", "required": ["status"],
+                   "properties": {"status": {"enum": ["ok", "alive", "ready"]}}},
+        "SessionRequest": {"type": "object", "properties": {
+            "criterion": {"enum": list(CRITERIA)}, "demographics": demographics}},
+        "Session": {"type": "object",
+                    "required": ["session_id", "voter_id", "criterion", "question", "tasks"],
+                    "properties": {"session_id": {"type": "string"},
+                                   "voter_id": {"type": "string"},
+                                   "criterion": {"enum": list(CRITERIA)},
+                                   "question": {"type": "string"},
+                                   "tasks": {"type": "array", "items": task},
+                                   "voter_token": {"type": "string"}}},
+        "Ballot": {"type": "object", "required": ["choice"], "properties": {
+            "choice": {"enum": ANSWERS}, "response_ms": {"type": "integer", "minimum": 0}}},
+        "ImageReport": {"type": "object", "required": ["side", "reason"], "properties": {
+            "side": {"enum": ANSWERS}, "reason": {"enum": ["broken", "offensive", "other"]}}},
+        "Leaderboard": {"type": "object", "required": ["criterion", "models"], "properties": {
+            "models": {"type": "array", "items": {
+                "type": "object", "required": ["rank", "model"],
+                "properties": {"rank": {"type": ["integer", "null"]},
+                               "model": {"type": "string"}}}}}},
+        "ModelRequest": {"type": "object", "required": ["name"], "properties": {
+            name: {"type": "string"} for name in ("name", "description", "link")}},
+        "Upload": {"type": "object", "required": ["image", "prompt_id"], "properties": {
+            "image": {"type": "string", "format": "binary"},
+            "prompt_id": {"type": "integer"}}},
+    }
+
+
+def _query_parameters() -> dict:
+    def enum(values):
+        return {"enum": list(values)}
+
+    date = {"type": "string", "format": "date"}
+    return {
+        "criterion": enum(CRITERIA),
+        "seed": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
+        "method": enum(METHODS), "intervals": enum(INTERVALS), "cluster": enum(CLUSTERS),
+        "bootstrap": {"type": "integer", "minimum": 0, "maximum": 10_000},
+        "age_group": enum(AGE_GROUPS), "gender": enum(GENDERS),
+        "continent": enum(CONTINENTS), "country": enum(sorted(countries())),
+        "language": enum(LANGUAGES), "category": {"type": "string"},
+        "since": date, "until": date,
+        **{name: enum(("true", "false"))
+           for name in ("trusted_only", "include_flagged", "poststratify")},
     }

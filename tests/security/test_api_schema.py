@@ -27,6 +27,21 @@ def test_every_api_route_is_described(app):
     assert described == routes
 
 
+def test_every_operation_is_described_beside_its_view(app):
+    """The description is generated from the routes: a view whose docstring says nothing
+    (no summary, no success response) or whose path parameter lost its type fails here."""
+    paths = app.test_client().get("/api/v1/openapi.json").json["paths"]
+    for path, item in paths.items():
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            assert operation["summary"], (method, path)
+            assert any(status.startswith("2") for status in operation["responses"]), path
+        for parameter in item.get("parameters", []):
+            expected = "integer" if parameter["name"] == "task_id" else "string"
+            assert parameter["schema"]["type"] == expected, (path, parameter)
+
+
 @pytest.fixture
 def api(any_app):
     with any_app.app_context():
