@@ -15,7 +15,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -223,6 +223,30 @@ def open_storage(url: str | None, image_dir: str | os.PathLike) -> Storage:
     if not url or url == "local":
         return LocalStorage(image_dir)
     return S3Storage(url)
+
+
+def stored_names(source: Storage, target: Storage) -> list[str]:
+    """Every name in ``source``, to copy into ``target``. Raises Invalid when they are the
+    same store."""
+    if str(source) == str(target):
+        raise Invalid(f"the images are in {source} already")
+    return sorted(source.names())
+
+
+def copy_all(source: Storage, target: Storage, names: list[str],
+             progress: Callable[[int], None] | None = None) -> tuple[int, int]:
+    """Copy each of ``names`` from ``source`` that ``target`` lacks; returns (copied, already
+    there). Resumable: run again, it copies only what an earlier run did not."""
+    have = set(target.names())
+    copied = 0
+    for name in names:
+        if name not in have:
+            with source.open(name) as fh:
+                target.put(name, fh.read())
+            copied += 1
+        if progress is not None:
+            progress(1)
+    return copied, len(names) - copied
 
 
 def get_storage() -> Storage:
