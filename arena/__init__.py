@@ -143,7 +143,7 @@ def configure_proxies(app: Flask) -> None:
 def configure_extensions(app: Flask) -> None:
     from arena.extensions import compress, csrf, db
     from arena.infra import database, deferred  # (database also registers SQLite's hooks)
-    from arena.infra.storage import LocalStorage
+    from arena.infra.storage import open_storage
     from arena.web import limits
 
     db.init_app(app)
@@ -158,7 +158,9 @@ def configure_extensions(app: Flask) -> None:
 
     i18n.init_app(app)  # the voter's language (Flask-Babel) and the switcher
     app.after_request(_static_read_whole)  # (runs before Flask-Compress's: registered after)
-    app.extensions["arena_storage"] = LocalStorage(app.config["IMAGE_DIR"])
+    # (a bucket's client is made on first use: no I/O here)
+    app.extensions["arena_storage"] = open_storage(app.config["STORAGE_URL"],
+                                                   app.config["IMAGE_DIR"])
 
 
 def _static_read_whole(response):

@@ -51,8 +51,10 @@ class Defaults:
     # Database: None means SQLite (WAL) at <instance>/arena.sqlite3.
     DATABASE_URL = None
 
-    # Where image files live (default <instance>/images).
+    # Where image files live: the folder IMAGE_DIR (default <instance>/images), or with
+    # STORAGE_URL = "s3://bucket/prefix" a bucket reached through boto3's AWS_* variables.
     IMAGE_DIR = None
+    STORAGE_URL = None
     IMAGE_MAX_PIXELS = 40_000_000
     IMAGE_MAX_SIDE = 10_000
     IMAGE_MAX_BYTES = 20 * 1024 * 1024

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 source scripts/setup_venv.sh
 extras=""
 case "${ARENA_DATABASE_URL:-}" in postgres*) extras="postgres" ;; esac
+case "${ARENA_STORAGE_URL:-}" in s3://*) extras="${extras:+$extras,}s3" ;; esac
 ensure_venv "$extras"
 .venv/bin/arena demo
 

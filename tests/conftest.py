@@ -1,7 +1,8 @@
 """Shared fixtures: an app on its own SQLite file per test, copied from a template database
 the migrations built once per run; the same on a throwaway PostgreSQL database (cloned from a
 migrated template) when one is reachable (ARENA_TEST_POSTGRES_URL, default
-postgresql://postgres@127.0.0.1:5432/test); and a small campaign."""
+postgresql://postgres@127.0.0.1:5432/test); a small campaign; Redis, and a real S3-compatible
+server (moto's) for the image store in a bucket."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import re
 import secrets
 import shutil
+from dataclasses import dataclass
 
 import pytest
 
@@ -231,4 +233,65 @@ def redis_client():
             pytest.fail(f"Redis not reachable at {REDIS_URL}: {exc}")
         pytest.skip(f"Redis not reachable at {REDIS_URL}: {exc}")
     yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A real S3-compatible server (moto's) on a free port of 127.0.0.1 for the session; its
+    URL. Skipped without moto, unless ARENA_REQUIRE_S3."""
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError as exc:
+        if os.environ.get("ARENA_REQUIRE_S3"):
+            pytest.fail(f"moto is not installed: {exc}")
+        pytest.skip(f"moto is not installed: {exc}")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@dataclass
+class Bucket:
+    """A bucket of the test S3 server: ``url`` is the ``STORAGE_URL`` that stores under
+    ``prefix`` in it."""
+
+    name: str
+    prefix: str
+    client: object
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.name}/{self.prefix}"
+
+    def objects(self, prefix: str | None = None) -> dict[str, bytes]:
+        """Every object under ``prefix`` (default the bucket's), by name after the prefix."""
+        start = f"{self.prefix if prefix is None else prefix}/"
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.name,
+                                                                      Prefix=start)
+        return {item["Key"][len(start):]: self.client.get_object(
+                    Bucket=self.name, Key=item["Key"])["Body"].read()
+                for page in pages for item in page.get("Contents", ())}
+
+
+@pytest.fixture
+def s3_bucket(s3_server, monkeypatch):
+    """A new bucket on the test S3 server, with boto3's standard variables pointing at it
+    (fake credentials, us-east-1) and none of this machine's AWS settings in the way."""
+    import boto3
+
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    client = boto3.client("s3")
+    name = f"arena-{secrets.token_hex(6)}"
+    client.create_bucket(Bucket=name)
+    yield Bucket(name, "arena", client)
     client.close()

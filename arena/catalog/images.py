@@ -11,20 +11,23 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import warnings
 from dataclasses import dataclass
 
-from flask import current_app
+from flask import current_app, has_request_context
 from PIL import Image as PILImage
 from PIL import ImageOps
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from arena.errors import NotFound, Rejected
+from arena.errors import NotFound, Rejected, Unavailable
 from arena.extensions import db
+from arena.infra import deferred
 from arena.infra.storage import get_storage
 from arena.models import Image
 
+log = logging.getLogger(__name__)
 ALLOWED_FORMATS = {"JPEG", "PNG", "WEBP"}
 EXTENSIONS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP"}
 
@@ -193,27 +196,48 @@ def prepare(img: PILImage.Image) -> Prepared:
     """Re-encode ``img`` and write it and its presented variants (content-addressed files:
     writing them twice is harmless). The expensive half of :func:`store_new`, which needs
     no transaction: callers holding a write lock do this before taking it. A caller whose
-    row then fails to commit calls :func:`discard` so no file is left without a row."""
+    row then fails to commit calls :func:`discard` so no file is left without a row.
+
+    Raises Unavailable when the image store is; what was written before it failed is
+    deleted."""
     img = img if img.mode == "RGB" else img.convert("RGB")
     full = _encode(img, quality=90)
     sha = hashlib.sha256(full).hexdigest()
     storage = get_storage()
-    written = not storage.exists(full_name(sha))
-    if written:  # the full file last: it vouches for the rest
-        for size in current_app.config["PRESENT_SIZES"]:
-            storage.put(presented_name(sha, size), present(img, size))
-        storage.put(full_name(sha), full)
-    return Prepared(sha, img.width, img.height, written)
+    prepared = Prepared(sha, img.width, img.height, written=not storage.exists(full_name(sha)))
+    if prepared.written:  # the full file last: it vouches for the rest
+        try:
+            for size in current_app.config["PRESENT_SIZES"]:
+                storage.put(presented_name(sha, size), present(img, size))
+            storage.put(full_name(sha), full)
+        except BaseException:
+            discard(prepared)
+            raise
+    return prepared
 
 
 def discard(prepared: Prepared) -> None:
     """Delete the files :func:`prepare` wrote for ``prepared`` unless a committed row names
     them: a store whose row did not commit (a database error, a lost race, a worker stopped)
-    leaves nothing on disk. Call after the rollback."""
+    leaves nothing in the image store. Call after the rollback. Never raises for an image
+    store that fails to delete them: in a request they are deleted after a later response
+    once it answers again (:mod:`arena.infra.deferred`); elsewhere the log names them."""
     if not prepared.written:
         return
     try:
-        named = db.session.scalar(select(Image.id).where(Image.sha256 == prepared.sha256)
+        _delete_unnamed(prepared.sha256)
+    except Unavailable:
+        if has_request_context():
+            deferred.after_response(_delete_unnamed, prepared.sha256, retry=True)
+        else:
+            log.warning("image store: the files of %s were left behind (the store failed "
+                        "to delete them)", full_name(prepared.sha256))
+
+
+def _delete_unnamed(sha256: str) -> None:
+    """Delete the stored files of ``sha256`` unless a committed row names them."""
+    try:
+        named = db.session.scalar(select(Image.id).where(Image.sha256 == sha256)
                                   .limit(1)) is not None
     except SQLAlchemyError:  # (the database is what failed: no row can vouch for them)
         db.session.rollback()
@@ -221,9 +245,9 @@ def discard(prepared: Prepared) -> None:
     if named:
         return
     storage = get_storage()
-    storage.delete(full_name(prepared.sha256))  # first: without it the rest is rewritten
+    storage.delete(full_name(sha256))  # first: without it the rest is rewritten
     for size in current_app.config["PRESENT_SIZES"]:
-        storage.delete(presented_name(prepared.sha256, size))
+        storage.delete(presented_name(sha256, size))
 
 
 def add_prepared(prepared: Prepared, *, model_id: int | None, prompt_id: int | None,

@@ -91,9 +91,9 @@ class MigrationCommands(click.Group):
 
 
 def register(app: Flask) -> None:
-    from arena.cli import accounts, analysis, campaigns, catalog, hype, server
+    from arena.cli import accounts, analysis, campaigns, catalog, hype, server, storage
 
-    for module in (server, catalog, accounts, campaigns, analysis, hype):
+    for module in (server, catalog, accounts, campaigns, analysis, hype, storage):
         for command in module.COMMANDS:
             _wrap(command)
             app.cli.add_command(command)
@@ -128,6 +128,7 @@ COMMAND_SUMMARIES = {
     "run": "Run a development server.",
     "serve": "Serve the app (the schema must be current: `arena db upgrade`).",
     "shell": "Run a shell in the app context.",
+    "storage": "The image store: copy it between the local folder and an S3 bucket.",
     "token": "Staff API tokens: analysts (exports) and operators (the /admin pages).",
 }
 

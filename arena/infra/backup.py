@@ -27,6 +27,7 @@ from flask import current_app
 
 from arena.errors import Conflict, Invalid, Rejected
 from arena.extensions import db
+from arena.infra.storage import LocalStorage, get_storage
 
 MANIFEST = "arena-backup.json"
 DATABASE = "arena.sqlite3"
@@ -61,8 +62,19 @@ def _describe(database: Path) -> tuple[str, dict[str, int]]:
     return revision, counts
 
 
+def _image_dir() -> Path:
+    """The image folder. Raises Invalid when the images are in a bucket (STORAGE_URL)."""
+    storage = get_storage()
+    if not isinstance(storage, LocalStorage):
+        raise Invalid(f"the images are in {storage}, which arena backup and restore do not "
+                      "copy: back the bucket up with the store's own tools (see the "
+                      "deployment docs), or restore into an instance without STORAGE_URL "
+                      "and then run `arena storage migrate`")
+    return storage.root
+
+
 def _image_files() -> list[Path]:
-    image_dir = Path(current_app.config["IMAGE_DIR"])
+    image_dir = _image_dir()
     return sorted(p for p in image_dir.rglob("*") if p.is_file()) if image_dir.exists() else []
 
 
@@ -88,10 +100,10 @@ def backup(target: Path, progress=None) -> Summary:
     Raises
     ------
     Invalid
-        Not a SQLite instance.
+        Not a SQLite instance, or the images are in a bucket.
     """
     source = _sqlite_path()
-    image_dir = Path(current_app.config["IMAGE_DIR"])
+    image_dir = _image_dir()
     images = _image_files()
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".arena-backup-") as tmp:
@@ -178,7 +190,7 @@ def restore(source: Path, progress=None) -> Summary:
     Raises
     ------
     Invalid
-        Not a SQLite instance.
+        Not a SQLite instance, or the images are in a bucket.
     Conflict
         This instance's database already holds data.
     Rejected
@@ -188,7 +200,7 @@ def restore(source: Path, progress=None) -> Summary:
     if not _is_empty(database):
         raise Conflict(f"the database {database} already holds data: restore into a new "
                        "instance (an empty ARENA_INSTANCE_PATH or ARENA_DATABASE_URL)")
-    image_dir = Path(current_app.config["IMAGE_DIR"])
+    image_dir = _image_dir()
     instance = Path(current_app.instance_path)
     try:
         tar = tarfile.open(source)  # noqa: SIM115 (closed below)
