@@ -23,9 +23,11 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mkte
 if [ $# -gt 0 ]; then  # a chosen subset: as asked, without the coverage floor
   exec .venv/bin/python -m pytest "$@"
 fi
-# the suite on every core, then the tests that measure time or load alone; the 15 slowest of
-# each part are printed, and the coverage floor (per cent of branches and lines in arena/)
-# holds for both parts together
-.venv/bin/python -m pytest -n auto -m "not serial" --cov --cov-report= --durations=15
+# the suite on two workers per core (many tests wait on a server, a browser or a database),
+# then the tests that measure time or load alone; the 15 slowest of each part are printed,
+# and the coverage floor (per cent of branches and lines in arena/) holds for both parts
+workers=$(( 2 * $(nproc 2>/dev/null || echo 1) ))
+.venv/bin/python -m pytest -n "$workers" --dist worksteal -m "not serial" --cov --cov-report= \
+  --durations=15
 exec .venv/bin/python -m pytest -m serial --cov --cov-append --cov-fail-under=93 \
   --durations=15
