@@ -2,7 +2,7 @@
 
     .venv/bin/pip install -e ".[bench]"          # locust
     .venv/bin/python benchmarks/ingest.py [--postgres URL] [--users 16] [--seconds 30]
-                                          [--rounds 6] [--workers CORES] [--threads T]
+                                          [--rounds 6] [--warmup 2] [--workers CORES] [--threads T]
                                           [--html] [--client requests|fast] [--against REV]
 
 For each database (SQLite, and PostgreSQL when ``--postgres`` names an empty database): a
@@ -194,8 +194,9 @@ def stop(process: subprocess.Popen) -> None:
         process.kill()
 
 
-def drive(user, host: str, users: int, seconds: float) -> dict:
-    """Run ``users`` of ``user`` against ``host`` for ``seconds`` (after 2 s to warm up); per
+def drive(user, host: str, users: int, seconds: float, warmup: float = 2.0) -> dict:
+    """Run ``users`` of ``user`` against ``host`` for ``seconds`` (after ``warmup`` seconds
+    for connections and caches, uncounted); per
     endpoint what :func:`combined` sums over rounds: requests, failures, the app's own
     times (ms) and statements per request, and locust's entry (the client's times)."""
     server_ms.clear()
@@ -205,7 +206,7 @@ def drive(user, host: str, users: int, seconds: float) -> dict:
     env = Environment(user_classes=[user], host=host, events=events)
     runner = env.create_local_runner()
     runner.start(users, spawn_rate=users)
-    gevent.sleep(2)  # warm up: connections, caches
+    gevent.sleep(warmup)
     env.stats.reset_all()
     server_ms.clear()
     statements.clear()
@@ -337,13 +338,13 @@ def run(label: str, url: str | None, args) -> None:
         bare_user = user_class(CeilingUser, args.client)
         each = args.seconds / args.rounds
         ceiling_host = f"http://127.0.0.1:{ceiling_port}"
-        drives = [lambda: drive(user, f"http://127.0.0.1:{port}", args.users, each),
-                  lambda: drive(bare_user, ceiling_host, args.users, each)]
+        turn = {"users": args.users, "seconds": each, "warmup": args.warmup}
+        drives = [lambda: drive(user, f"http://127.0.0.1:{port}", **turn),
+                  lambda: drive(bare_user, ceiling_host, **turn)]
         if against:
-            drives.append(lambda: drive(user, f"http://127.0.0.1:{against[0]}", args.users,
-                                        each))
+            drives.append(lambda: drive(user, f"http://127.0.0.1:{against[0]}", **turn))
         if not args.html:  # the protocol floor: the same API flow, its records only
-            drives.append(lambda: drive(user, ceiling_host, args.users, each))
+            drives.append(lambda: drive(user, ceiling_host, **turn))
         arena, bare, *others = alternate(drives, args.rounds)
     finally:
         stop(serve)
@@ -474,6 +475,8 @@ def main() -> None:
     parser.add_argument("--postgres", help="an empty PostgreSQL database URL")
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--warmup", type=float, default=2.0,
+                        help="uncounted seconds at the start of each turn (default 2)")
     parser.add_argument("--rounds", type=int, default=6,
                         help="split each server's seconds into this many turns, alternating "
                              "with the others' (Arena, ceiling, floor, floor, ceiling, ...)")

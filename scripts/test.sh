@@ -27,6 +27,8 @@ fi
 # then the tests that measure time or load alone; the 15 slowest of each part are printed,
 # and the coverage floor (per cent of branches and lines in arena/) holds for both parts
 workers=$(( 2 * $(nproc 2>/dev/null || echo 1) ))
+# one thread of linear algebra per worker: the workers fill the cores already
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 .venv/bin/python -m pytest -n "$workers" --dist worksteal -m "not serial" --cov --cov-report= \
   --durations=15
 exec .venv/bin/python -m pytest -m serial --cov --cov-append --cov-fail-under=93 \

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
     done = subprocess.run(
         [sys.executable, "benchmarks/ingest.py", "--only", "sqlite", "--seconds", "2",
-         "--rounds", "2", "--users", "2", "--set", "DEMO_PROMPTS=6",
+         "--warmup", "0.5", "--rounds", "2", "--users", "2", "--set", "DEMO_PROMPTS=6",
          "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=4",
          "--set", "PRESENT_SIZES=[384]", *flow],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
