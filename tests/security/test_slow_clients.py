@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -72,12 +73,17 @@ def _binary(name: str) -> str:
     return found
 
 
-def _rendered_nginx(folder: Path, port: int, upstream: int) -> Path:
-    """deploy/nginx as shipped, with this test's ports and its files under ``folder``."""
+def _rendered_nginx(folder: Path, port: int, upstream: int | Sequence[int]) -> Path:
+    """deploy/nginx as shipped, with this test's ports (one app server or several) and its
+    files under ``folder``."""
     deploy = ROOT / "deploy" / "nginx"
+    upstreams = [upstream] if isinstance(upstream, int) else list(upstream)
+    servers = (deploy / "arena-upstreams.conf").read_text()
+    assert "\nserver 127.0.0.1:8000;\n" in servers
+    servers = servers.replace("server 127.0.0.1:8000;", "\n".join(
+        f"server 127.0.0.1:{each};" for each in upstreams))
     site = (deploy / "arena.conf").read_text()
     site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
-    site = site.replace("server 127.0.0.1:8000;", f"server 127.0.0.1:{upstream};")
     site = re.sub(r"access_log \S+ arena;", f"access_log {folder}/access.log arena;", site)
     main = (deploy / "nginx.conf").read_text()
     main = main.replace("user www-data;", "user root;" if os.geteuid() == 0 else "")
@@ -86,6 +92,7 @@ def _rendered_nginx(folder: Path, port: int, upstream: int) -> Path:
     main = main.replace("http {", "http {\n" + "".join(
         f"    {kind}_temp_path {folder}/{kind};\n"
         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")), 1)
+    (folder / "arena-upstreams.conf").write_text(servers)
     (folder / "arena.conf").write_text(site)
     (folder / "nginx.conf").write_text(main)
     return folder / "nginx.conf"
@@ -114,7 +121,7 @@ def _rendered_caddy(folder: Path, port: int, upstream: int) -> Path:
     return folder / "Caddyfile"
 
 
-def _start_nginx(folder: Path, port: int, upstream: int) -> subprocess.Popen:
+def _start_nginx(folder: Path, port: int, upstream: int | Sequence[int]) -> subprocess.Popen:
     config = _rendered_nginx(folder, port, upstream)
     return subprocess.Popen([_binary("nginx"), "-c", str(config), "-p", str(folder), "-e",
                              str(folder / "error.log"), "-g", "daemon off;"],
