@@ -1,6 +1,7 @@
 """What one request of the vote path costs the server, without a network or a load generator.
 
-    .venv/bin/python benchmarks/request_cost.py [--postgres URL] [--cycles 300] [--prompts 24]
+    .venv/bin/python benchmarks/request_cost.py [--postgres URL] [--cycles 300] [--warmup 30]
+                                                [--prompts 24]
                                                 [--html] [--set KEY=VALUE]
 
 benchmarks/ingest.py measures throughput under load, but on a 2-core machine the load
@@ -8,7 +9,8 @@ generator shares the CPU and the figures move by a third from run to run. This b
 isolates the server's own work: a fresh demo instance (``--prompts`` prompts, its gold supply
 made ahead with ``arena campaign fill-gold``) is driven in-process through Flask's test
 client, one phone voter at a time through the JSON API: a session, the caption
-confirmations, three votes (``--cycles`` times, after 30 to warm up); with ``--html``
+confirmations, three votes (``--cycles`` times, after ``--warmup`` sessions uncounted); with
+``--html``
 through the htmx pages instead (the start form and the session page once, each card's
 confirmation and vote answered with the next card, each next session the end card's "Next
 session" answered with its first card). In the same run, the
@@ -65,7 +67,11 @@ def timed(times: dict, statements: dict, name: str, call):
     return response
 
 
-def drive_arena(env: dict, cycles: int, client=None) -> tuple[dict, dict]:
+WARMUP = 30  # sessions before the counted ones: connections, caches, the planner's statistics
+
+
+def drive_arena(env: dict, cycles: int, client=None, warmup: int = WARMUP
+                ) -> tuple[dict, dict]:
     """The JSON API's voter flow against Arena (or ``client``'s app: the protocol floor)."""
     if client is None:
         os.environ.update(env)
@@ -74,8 +80,8 @@ def drive_arena(env: dict, cycles: int, client=None) -> tuple[dict, dict]:
         client = create_app().test_client()
     times, statements = defaultdict(list), defaultdict(list)
     token = None
-    for n in range(30 + cycles):
-        if n == 30:
+    for n in range(warmup + cycles):
+        if n == warmup:
             times.clear()
             statements.clear()
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -102,7 +108,7 @@ CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 CARD = re.compile(r'hx-post="(/t/\d+)"')
 
 
-def drive_html(env: dict, cycles: int) -> tuple[dict, dict]:
+def drive_html(env: dict, cycles: int, warmup: int = WARMUP) -> tuple[dict, dict]:
     """The htmx voter flow: the start form (its redirect to the session page timed as
     "page"), then each card's caption confirmation and vote posted as htmx does, the next
     card coming back in the vote's response, and each next session from the end card's
@@ -114,8 +120,8 @@ def drive_html(env: dict, cycles: int) -> tuple[dict, dict]:
     times, statements = defaultdict(list), defaultdict(list)
     html = client.get("/").text
     htmx = {"HX-Request": "true"}
-    for n in range(30 + cycles):
-        if n == 30:
+    for n in range(warmup + cycles):
+        if n == warmup:
             times.clear()
             statements.clear()
         token = CSRF.search(html)[1]
@@ -154,9 +160,9 @@ def ceiling_app(url: str):
     return app
 
 
-def drive_floor(url: str, cycles: int) -> dict:
+def drive_floor(url: str, cycles: int, warmup: int = WARMUP) -> dict:
     """The JSON API's voter flow against the protocol floor (benchmarks/ceiling.py)."""
-    return drive_arena({}, cycles, ceiling_app(url).test_client())[0]
+    return drive_arena({}, cycles, ceiling_app(url).test_client(), warmup)[0]
 
 
 def drive_ceiling(url: str, requests: int) -> list[float]:
@@ -204,12 +210,14 @@ def _per_vote(times: dict) -> float:
     return sum(sum(values) for values in times.values()) / len(times["vote"])
 
 
-def paired(env: dict, html: bool, cycles: int, key: str, value: str) -> None:
+def paired(env: dict, html: bool, cycles: int, key: str, value: str,
+           warmup: int = WARMUP) -> None:
     """Server time per vote with the instance's settings and with ``key=value``, in
     alternating rounds in this process."""
     drive = drive_html if html else drive_arena
-    variants = {"as set": partial(drive, env),
-                f"{key}={value}": partial(drive, {**env, f"ARENA_{key}": value})}
+    variants = {"as set": partial(drive, env, warmup=warmup),
+                f"{key}={value}": partial(drive, {**env, f"ARENA_{key}": value},
+                                          warmup=warmup)}
     base, other = alternate(variants, cycles, " (htmx pages)" if html else "",
                             lambda: os.environ.pop(f"ARENA_{key}", None))
     print(f"  the settings as set cost {100 * (base / other - 1):+.1f}% against {key}={value}")
@@ -236,6 +244,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--postgres", help="an empty PostgreSQL database URL (else SQLite)")
     parser.add_argument("--cycles", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=WARMUP,
+                        help=f"uncounted sessions before each count (default {WARMUP})")
     parser.add_argument("--prompts", type=int, default=24, help="demo prompts (default 24)")
     parser.add_argument("--html", action="store_true",
                         help="the htmx voter pages instead of the JSON API")
@@ -249,12 +259,13 @@ def main() -> None:
     instance = scratch_dir("arena-cost-")
     env = prepare(instance, args.postgres, args.prompts, args.set)
     if args.paired:
-        paired(env, args.html, args.cycles, *args.paired)
+        paired(env, args.html, args.cycles, *args.paired, warmup=args.warmup)
         return
-    times, statements = (drive_html if args.html else drive_arena)(env, args.cycles)
+    times, statements = (drive_html if args.html else drive_arena)(env, args.cycles,
+                                                                   warmup=args.warmup)
     ceiling_url = args.postgres or f"sqlite:///{instance / 'ceiling.sqlite3'}"
     ceiling = drive_ceiling(ceiling_url, 3 * args.cycles)
-    floor = None if args.html else drive_floor(ceiling_url, args.cycles)
+    floor = None if args.html else drive_floor(ceiling_url, args.cycles, args.warmup)
     report(("PostgreSQL" if args.postgres else "SQLite")
            + (", htmx pages" if args.html else ", JSON API"), times, statements, ceiling,
            args.cycles, floor)

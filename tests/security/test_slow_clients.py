@@ -23,7 +23,7 @@ from tests.web.servers import ARENA, ROOT, free_port, server_env, stop, upgrade,
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 WITHIN = 0.2  # seconds a health check may take
-SECONDS = 12.0  # how long the health checker watches under the attack (a trickled body
+SECONDS = 8.0  # how long the health checker watches under the attack (a trickled body
 # sends a byte every 7 s)
 
 

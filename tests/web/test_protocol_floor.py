@@ -78,7 +78,7 @@ def test_the_floor_refuses_what_the_protocol_refuses_and_keeps_what_it_accepts(f
 def test_the_benchmarks_flow_runs_against_the_floor(floor, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     request_cost = importlib.import_module("request_cost")
-    times = request_cost.drive_floor(f"sqlite:///{tmp_path / 'floor.sqlite3'}", 3)
+    times = request_cost.drive_floor(f"sqlite:///{tmp_path / 'floor.sqlite3'}", 3, warmup=2)
     assert len(times["vote"]) == 3 * 3 and len(times["session"]) == 3
 
 

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_request_cost_benchmark_prints_its_figures(flow):
     done = subprocess.run(
         [sys.executable, "benchmarks/request_cost.py", "--prompts", "4", "--cycles", "6",
+         "--warmup", "3",
          "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=4",
          "--set", "PRESENT_SIZES=[384]", *flow],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -41,6 +42,7 @@ def test_the_request_cost_benchmark_prints_its_figures(flow):
 def test_the_request_cost_benchmark_pairs_a_setting():
     done = subprocess.run(
         [sys.executable, "benchmarks/request_cost.py", "--prompts", "4", "--cycles", "8",
+         "--warmup", "1",
          "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=4",
          "--set", "PRESENT_SIZES=[384]",
          "--paired", "RATELIMIT_ENABLED=false"],
