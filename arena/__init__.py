@@ -108,9 +108,12 @@ def configure_app(app: Flask, config: dict | None) -> None:
     if config:
         app.config.update(config)
     app.config["SQLALCHEMY_DATABASE_URI"] = database_url(app)
-    # (no pool_pre_ping: arena.infra.database pings a PostgreSQL connection at check-out
-    # only when it has lain idle, and an operator's SQLALCHEMY_ENGINE_OPTIONS still apply)
-    app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {})
+    # a pooled PostgreSQL connection is pinged at check-out (SQLAlchemy's pool_pre_ping): one
+    # that lived through a server restart is replaced before a request meets it
+    options = dict(app.config.get("SQLALCHEMY_ENGINE_OPTIONS") or {})
+    if not app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        options.setdefault("pool_pre_ping", True)
+    app.config["SQLALCHEMY_ENGINE_OPTIONS"] = options
     for key in SECRET_SETTINGS:
         if not app.config.get(key):
             # Good enough for one-off CLI commands; `arena serve` and `arena demo` write
@@ -148,7 +151,6 @@ def configure_extensions(app: Flask) -> None:
 
     db.init_app(app)
     with app.app_context():
-        database.ping_when_idle(db.engine)  # (PostgreSQL: a connection that lay idle)
         database.keep_prepared_on_rollback(db.engine)  # (PostgreSQL: keep what it prepared)
     csrf.init_app(app)
     limits.init_app(app)

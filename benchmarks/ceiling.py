@@ -41,7 +41,6 @@ from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import DateTime, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-import arena.infra.database  # (the same SQLite pragmas, BEGIN handling and pool pings)
 from arena.config import Defaults
 from arena.infra.database import sqlite_writer, writer_wait
 from arena.web import server_timing
@@ -53,6 +52,8 @@ sys.setswitchinterval(float(os.environ.get("ARENA_SWITCH_INTERVAL_MS",
 
 app = Flask(__name__)
 app.config["SQLALCHEMY_DATABASE_URI"] = os.environ["CEILING_DATABASE_URL"]
+if not app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):  # (as Arena's pool)
+    app.config["SQLALCHEMY_ENGINE_OPTIONS"] = {"pool_pre_ping": True}
 app.config["SERVER_TIMING"] = True  # (as the benchmarks run Arena: its own times reported)
 db = SQLAlchemy(app)
 
@@ -117,7 +118,6 @@ class FloorVote(db.Model):
 
 with app.app_context():
     db.create_all()
-    arena.infra.database.ping_when_idle(db.engine)  # (as Arena's pool: pinged after idling)
     POSTGRES = db.engine.dialect.name == "postgresql"
 server_timing.install(app)
 

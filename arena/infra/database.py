@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from sqlalchemy import Integer, String, bindparam, case, event, literal_column, select, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import InvalidatePoolError, OperationalError, ProgrammingError
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from arena.errors import NotFound, Unavailable
 from arena.extensions import db
@@ -69,48 +69,6 @@ def _sqlite_on_begin(conn):
         return
     # SQLAlchemy's documented recipe for pysqlite: the driver's own BEGIN handling is off
     conn.exec_driver_sql(_BEGIN[conn.get_execution_options().get(_SQLITE_BEGIN, "DEFERRED")])
-
-
-# A pooled PostgreSQL connection is pinged at check-out only when it has lain idle in the
-# pool for PING_AFTER_IDLE_S or longer. SQLAlchemy's pool_pre_ping pings at every check-out:
-# a round trip more on every request (64 us for the SELECT 1 here; more under load, where
-# each round trip waits for the backend to be scheduled). Under load a connection is back in
-# use within milliseconds; one that lived through a server restart has lain idle at least as
-# long as the restart took, so it is pinged, found dead and replaced (the whole pool with it)
-# before the request sees it. A connection lost within a second of its last use (its
-# backend killed, a restart faster than that) fails the one request that meets it, with a
-# 503 that asks to retry, and is dropped.
-PING_AFTER_IDLE_S = 1.0
-_IDLE_SINCE = "arena_idle_since"
-
-
-def ping_when_idle(engine: Engine) -> None:
-    """Ping ``engine``'s pooled connections at check-out after they idled (see above), with
-    the dialect's own ping (on psycopg in autocommit, so it leaves no transaction open); a
-    disconnect replaces the pool, any other error is raised. Nothing on SQLite."""
-    if engine.dialect.name == "sqlite":
-        return
-    dialect = engine.dialect
-
-    def idle_from_now(dbapi_connection, connection_record):
-        connection_record.info[_IDLE_SINCE] = time.monotonic()
-
-    def ping_if_idle(dbapi_connection, connection_record, connection_proxy):
-        idle_since = connection_record.info.get(_IDLE_SINCE)
-        if idle_since is not None and time.monotonic() - idle_since < PING_AFTER_IDLE_S:
-            return
-        try:
-            alive = dialect.do_ping(dbapi_connection)
-        except dialect.loaded_dbapi.Error as error:
-            if not dialect.is_disconnect(error, dbapi_connection, None):
-                raise
-            alive = False
-        if not alive:  # (the pool checks out a fresh connection in its place)
-            raise InvalidatePoolError("a pooled connection was lost while idle")
-
-    for name, listener in (("connect", idle_from_now), ("checkin", idle_from_now),
-                           ("checkout", ping_if_idle)):
-        event.listen(engine.pool, name, listener)
 
 
 # psycopg forgets every statement it prepared on a connection when that connection rolls
