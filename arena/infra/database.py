@@ -71,23 +71,11 @@ def _sqlite_on_begin(conn):
     conn.exec_driver_sql(_BEGIN[conn.get_execution_options().get(_SQLITE_BEGIN, "DEFERRED")])
 
 
-# psycopg forgets every statement it prepared on a connection when that connection rolls
-# back (``Connection.rollback`` clears its cache and sends DEALLOCATE ALL, in case the
-# transaction dropped or altered what a statement refers to). Most rollbacks here end reads,
-# not writes: a request that only read (an image, a page), a check that found nothing to do
-# (the gold supply after a gold answer), the session closed at the end of a request. Each
-# one sent the connection back to parsing and planning every statement of the vote path
-# afresh for its next five runs: under benchmarks/ingest.py's load three quarters of the
-# vote path's statements on PostgreSQL ran unprepared (the server's log), and PostgreSQL
-# spent 2.2 ms of CPU per request against the protocol floor's 0.4.
-# A transaction that changed nothing in the database cannot have dropped or altered
-# anything, and PostgreSQL says which those are: a transaction gets an id at its first
-# write, DDL and row locks included, whatever wrote it (ORM flushes, Core, the driver). Such
-# a transaction is rolled back on libpq's own connection, which psycopg does not watch, and
-# the driver's rollback that follows finds no transaction and keeps the cache. It is a
-# rollback all the same: what the transaction SET, NOTIFY-ed or LISTEN-ed to is undone
-# (a COMMIT, the first version of this, would have kept those). A transaction that wrote is
-# rolled back by the driver as before.
+# psycopg forgets its prepared statements at every rollback (DEALLOCATE ALL), and most
+# rollbacks here end transactions that only read: PostgreSQL spent 2.2 ms of CPU per
+# vote-path request against the protocol floor's 0.4 (benchmarks/ingest.py, its log). A
+# transaction that wrote nothing (PostgreSQL gave it no id) is rolled back on libpq's own
+# connection, which psycopg does not watch, so the statements stay prepared.
 _WROTE = {True: "SELECT pg_current_xact_id_if_assigned() IS NOT NULL",
           False: "SELECT txid_current_if_assigned() IS NOT NULL"}  # (before PostgreSQL 13)
 
@@ -127,12 +115,9 @@ def keep_prepared_on_rollback(engine: Engine) -> None:
     event.listen(engine, "rollback", rollback_keeping_statements)
 
 
-# SQLite has one writer at a time, and a writer that finds the lock taken sleeps in its
-# busy handler (1, 2, 5, 10 ... 100 ms) however soon the lock is free again: under load the
-# threads of a worker spent more time asleep there than writing (a vote's p99 190-460 ms).
-# The threads of one process queue on this lock instead and are woken the moment it is
-# released (p99 43-50 ms at the same throughput, benchmarks/ingest.py); other processes
-# still meet at SQLite's lock. (The benchmarks' protocol floor queues on it too.)
+# The writer threads of one process queue here and wake the moment it is free, instead of
+# sleeping in SQLite's busy handler (1-100 ms steps): a vote's p99 43-50 ms against 190-460
+# (benchmarks/ingest.py). Other processes still meet at SQLite's lock.
 sqlite_writer = threading.RLock()
 
 # The request's time waiting to write on SQLite (ms: from asking for the writer lock, this
