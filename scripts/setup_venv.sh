@@ -10,8 +10,15 @@ ensure_venv() {
   stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)-${extras:-base}"
   if [ ! -f "$stamp" ]; then
     echo "Installing Arena${extras:+ with [$extras]} into .venv ..."
-    .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e "$spec"
+    # uv installs from the same index in seconds where pip takes a minute or more; pip if
+    # uv cannot be had
+    if .venv/bin/python -m pip install --quiet uv \
+        && .venv/bin/python -m uv pip install --quiet --python .venv/bin/python -e "$spec"; then
+      :
+    else
+      .venv/bin/python -m pip install --quiet --upgrade pip
+      .venv/bin/python -m pip install --quiet -e "$spec"
+    fi
     # packages Arena no longer uses that would still hook into it from an older .venv
     # (Flask-Limiter registers a `limiter` command in every Flask app)
     .venv/bin/python -m pip uninstall --quiet --yes flask-limiter 2>/dev/null || true
