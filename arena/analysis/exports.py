@@ -1,6 +1,7 @@
 """Exports: ranked tables (text, CSV, JSON, Parquet), the vote log (CSV, JSON lines,
-Parquet) and the log of tasks closed without a vote (skips and image reports: CSV, JSON
-lines). pyarrow is imported only when a Parquet file is asked for."""
+Parquet, or a Parquet dataset partitioned by campaign, criterion and month) and the log of
+tasks closed without a vote (skips and image reports: CSV, JSON lines). pyarrow is imported
+only when Parquet is asked for."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import json
 import math
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import aliased
 
 from arena.analysis.leaderboard import Ranking
@@ -144,6 +146,7 @@ def _vote_query():
             Voter.public_id,
             Voter.age_group, Voter.gender, Voter.country, Voter.continent,
             Vote.is_validation, Vote.correct.label("validation_correct"), Vote.language,
+            Comparison.campaign_id,
         )
         .join(Task, Task.id == Vote.task_id)
         .join(Comparison, Comparison.id == Vote.comparison_id)
@@ -162,8 +165,9 @@ def _snapshot(engine, query, batch: int):
         yield from connection.execute(query).mappings().partitions()
 
 
-def iter_votes(engine, key: str, batch: int = 5000):
-    """Yield lists of vote dicts (``VOTE_COLUMNS``), voters pseudonymised with ``key``."""
+def iter_votes(engine, key: str, batch: int = 5000, columns: list[str] = VOTE_COLUMNS):
+    """Yield lists of vote dicts (``columns``: ``VOTE_COLUMNS``, and ``campaign_id`` when
+    asked), voters pseudonymised with ``key``."""
     for rows in _snapshot(engine, _vote_query(), batch):
         out = []
         for row in rows:
@@ -171,7 +175,7 @@ def iter_votes(engine, key: str, batch: int = 5000):
             record["voter"] = pseudonym(key, record.pop("public_id"))
             record["winner_model"] = record[f"{record['winner']}_model"]
             record["flags"] = "+".join(flag_names(record["flags"]))  # "" = counted
-            out.append({k: record[k] for k in VOTE_COLUMNS})
+            out.append({k: record[k] for k in columns})
         yield out
 
 
@@ -200,12 +204,10 @@ def votes_jsonl(batches):
         yield "".join(json.dumps(row, default=str) + "\n" for row in rows)
 
 
-def votes_parquet(batches, sink) -> None:
-    """Write row groups to ``sink`` (a binary file) batch by batch."""
+def _vote_schema():
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    schema = pa.schema([
+    return pa.schema([
         ("vote_id", pa.int64()), ("created_at", pa.timestamp("us")), ("criterion", pa.string()),
         ("prompt_id", pa.int64()), ("prompt_category", pa.string()),
         ("left_image_id", pa.int64()), ("right_image_id", pa.int64()),
@@ -216,9 +218,61 @@ def votes_parquet(batches, sink) -> None:
         ("continent", pa.string()), ("is_validation", pa.bool_()),
         ("validation_correct", pa.bool_()), ("language", pa.string()),
     ])
+
+
+def votes_parquet(batches, sink) -> None:
+    """Write row groups to ``sink`` (a binary file) batch by batch."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = _vote_schema()
     with pq.ParquetWriter(sink, schema) as writer:
         for rows in batches:
             writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+
+
+PARTITIONS = ("campaign_id", "criterion", "month")
+
+
+def vote_count() -> int:
+    return db.session.scalar(select(func.count()).select_from(Vote))
+
+
+def votes_dataset(folder: Path, batch: int = 50_000, progress=None) -> int:
+    """Write the whole vote log under ``folder`` (new or empty) as a Parquet dataset
+    partitioned hive-style by ``PARTITIONS`` (``campaign_id=3/criterion=preference/
+    month=2026-11/part-0.parquet``; votes on pairs of no campaign under campaign_id's
+    default partition), from one snapshot ``batch`` rows at a time: memory stays flat however
+    long the log. DuckDB, pandas and pyarrow read the folder as one table. Returns the rows
+    written; ``progress(n)`` is called per batch."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    folder = Path(folder)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise Invalid(f"{folder} is not an empty folder: name a new one", field="folder")
+    schema = (_vote_schema().append(pa.field("campaign_id", pa.int64()))
+              .append(pa.field("month", pa.string())))
+    written = 0
+    # (read here: pyarrow pulls the batches from a thread of its own, outside the app context)
+    votes = iter_votes(db.engine, current_app.config["PSEUDONYM_KEY"], batch,
+                       columns=[*VOTE_COLUMNS, "campaign_id"])
+
+    def record_batches():
+        nonlocal written
+        for rows in votes:
+            for row in rows:
+                row["month"] = row["created_at"].strftime("%Y-%m")
+            written += len(rows)
+            if progress is not None:
+                progress(len(rows))
+            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+    ds.write_dataset(record_batches(), folder, schema=schema, format="parquet",
+                     partitioning=list(PARTITIONS), partitioning_flavor="hive",
+                     basename_template="part-{i}.parquet",
+                     existing_data_behavior="overwrite_or_ignore")
+    return written
 
 
 @dataclass

@@ -130,6 +130,7 @@ COMMAND_SUMMARIES = {
     "shell": "Run a shell in the app context.",
     "storage": "The image store: copy it between the local folder and an S3 bucket.",
     "token": "Staff API tokens: analysts (exports) and operators (the /admin pages).",
+    "votes": "The vote log.",
 }
 
 

@@ -1,4 +1,5 @@
-"""Rankings on the command line: ``arena rank`` and ``arena elo replay``."""
+"""Rankings and the vote log on the command line: ``arena rank``, ``arena elo replay`` and
+``arena votes export``."""
 
 from __future__ import annotations
 
@@ -108,4 +109,24 @@ def elo_replay_command():
         click.echo(f"{criterion}: {n} votes replayed")
 
 
-COMMANDS = (rank_command, elo_group)
+@click.group("votes")
+def votes_group():
+    """The vote log."""
+
+
+@votes_group.command("export")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@with_appcontext
+def export_votes_command(folder):
+    """Write the vote log under FOLDER (new or empty) as a Parquet dataset partitioned by
+    campaign, criterion and month, streamed from one snapshot with flat memory. Read it as
+    one table: DuckDB read_parquet('FOLDER/**/*.parquet', hive_partitioning=true), pandas
+    read_parquet('FOLDER'), pyarrow.dataset.dataset('FOLDER', partitioning='hive')."""
+    from arena.analysis import exports
+
+    with click.progressbar(length=exports.vote_count(), label="Writing votes") as bar:
+        written = exports.votes_dataset(folder, progress=bar.update)
+    click.echo(f"{written:,d} votes written under {folder}")
+
+
+COMMANDS = (rank_command, elo_group, votes_group)

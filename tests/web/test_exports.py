@@ -2,14 +2,18 @@
 
 import io
 import json
+from datetime import timedelta
 
+import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 from flask import current_app
 from sqlalchemy import func, select
 
 from arena.accounts import tokens
+from arena.analysis import exports
 from arena.extensions import db
 from arena.models import ApiToken, Vote
 from tests.factories import make_campaign, vote_as
@@ -231,3 +235,42 @@ def test_skip_log_has_every_task_closed_without_a_vote(client, app, fmt):
     assert frame["voter"].nunique() == 1 and public_id not in set(frame["voter"])
     bad = client.get("/api/v1/skips?format=parquet", headers={"Authorization": f"Bearer {token}"})
     assert bad.status_code == 400
+
+
+def test_the_vote_log_as_a_partitioned_dataset_reads_back_in_duckdb(app, runner, analyst,
+                                                                     tmp_path):
+    """``arena votes export FOLDER``: one Parquet dataset, partitioned by campaign, criterion
+    and month, that DuckDB reads as one table equal to the API's vote log."""
+    headers, n_votes = analyst
+    with app.app_context():  # half the votes a month and more earlier: two months
+        for vote in db.session.scalars(select(Vote).where(Vote.id % 2 == 0)):
+            vote.created_at -= timedelta(days=40)
+        db.session.commit()
+        months = {v.created_at.strftime("%Y-%m") for v in db.session.scalars(select(Vote))}
+    assert len(months) == 2
+    folder = tmp_path / "votes"
+    result = runner.invoke(args=["votes", "export", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert f"{n_votes:,d} votes written" in result.output
+
+    frame = duckdb.sql(f"SELECT * FROM read_parquet('{folder}/**/*.parquet', "
+                       "hive_partitioning = true) ORDER BY vote_id").df()
+    with app.test_client().get("/api/v1/votes?format=parquet", headers=headers) as response:
+        served = pd.read_parquet(io.BytesIO(response.get_data()))
+    assert len(frame) == n_votes == len(served)
+    assert set(frame["month"]) == months
+    assert set(frame["criterion"]) == set(served["criterion"])
+    for column in ("vote_id", "winner", "winner_model", "voter", "left_model", "response_ms"):
+        pd.testing.assert_series_equal(frame[column], served[column], check_dtype=False)
+    for path in folder.rglob("*.parquet"):
+        parts = path.relative_to(folder).parts
+        assert [p.split("=")[0] for p in parts[:-1]] == ["campaign_id", "criterion", "month"]
+
+    # written batch by batch: several row groups, never the whole log at once
+    with app.app_context():
+        assert exports.votes_dataset(tmp_path / "small", batch=5) == n_votes
+    groups = sum(pq.ParquetFile(p).num_row_groups for p in (tmp_path / "small").rglob("*.parquet"))
+    assert groups >= n_votes / 5
+    # a folder holding anything already is refused, and left as it was
+    again = runner.invoke(args=["votes", "export", str(folder)])
+    assert again.exit_code != 0 and "not an empty folder" in again.output
