@@ -219,19 +219,25 @@ def any_app(request):
     return request.getfixturevalue("app" if request.param == "sqlite" else "pg_app")
 
 
-@pytest.fixture
-def redis_client():
-    """A client of the test Redis (ARENA_TEST_REDIS_URL); skipped without one, unless
-    ARENA_REQUIRE_REDIS."""
+def connected_redis():
+    """A client of the test Redis (ARENA_TEST_REDIS_URL) that answered a ping; skipped
+    without one, unless ARENA_REQUIRE_REDIS."""
     import redis
 
     client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
     try:
         client.ping()
     except redis.ConnectionError as exc:
+        client.close()
         if os.environ.get("ARENA_REQUIRE_REDIS"):
             pytest.fail(f"Redis not reachable at {REDIS_URL}: {exc}")
         pytest.skip(f"Redis not reachable at {REDIS_URL}: {exc}")
+    return client
+
+
+@pytest.fixture
+def redis_client():
+    client = connected_redis()
     yield client
     client.close()
 
@@ -276,6 +282,14 @@ class Bucket:
                 for page in pages for item in page.get("Contents", ())}
 
 
+def s3_env(endpoint: str) -> dict:
+    """boto3's standard variables for the test S3 server at ``endpoint`` (fake credentials,
+    us-east-1, none of this machine's AWS files)."""
+    return {"AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+            "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
 @pytest.fixture
 def s3_bucket(s3_server, monkeypatch):
     """A new bucket on the test S3 server, with boto3's standard variables pointing at it
@@ -284,12 +298,8 @@ def s3_bucket(s3_server, monkeypatch):
 
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    for name, value in s3_env(s3_server).items():
+        monkeypatch.setenv(name, value)
     client = boto3.client("s3")
     name = f"arena-{secrets.token_hex(6)}"
     client.create_bucket(Bucket=name)

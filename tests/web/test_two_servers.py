@@ -31,7 +31,15 @@ from arena.extensions import db
 from arena.models import EloRating, Vote
 from arena.voting import votes
 from benchmarks.harness import instance_env
-from tests.conftest import REDIS_URL, Bucket, _pg_admin, _pg_url, app_config
+from tests.conftest import (
+    REDIS_URL,
+    Bucket,
+    _pg_admin,
+    _pg_url,
+    app_config,
+    connected_redis,
+    s3_env,
+)
 from tests.security.test_slow_clients import _binary, _listening, _start_nginx
 
 from .helpers import READ_ACTION, csrf_token, task_id
@@ -248,38 +256,6 @@ def ratings() -> dict:
             for r in db.session.scalars(select(EloRating))}
 
 
-def _redis_ready() -> None:
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.ConnectionError as exc:
-        if os.environ.get("ARENA_REQUIRE_REDIS"):
-            pytest.fail(f"Redis not reachable at {REDIS_URL}: {exc}")
-        pytest.skip(f"Redis not reachable at {REDIS_URL}: {exc}")
-    finally:
-        client.close()
-
-
-def _forget_redis_keys(prefix: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-    keys = list(client.scan_iter(f"*{prefix}*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
-
-
-def _s3_env(endpoint: str) -> dict:
-    """boto3's standard variables for the test S3 server (as the s3_bucket fixture sets
-    them), for the servers and the commands."""
-    return {"AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-            "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
-
-
 def _environment(instance: Path, url: str, shared: dict) -> dict:
     env = instance_env(instance, url, (), **SETTINGS, **shared)
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION"):
@@ -300,7 +276,7 @@ def deployment(tmp_path_factory, s3_server):
     `arena db upgrade`, the demo loaded once, then two gunicorn servers (each its own
     instance folder: nothing shared on disk) and nginx listing both."""
     _binary("nginx")  # (missing: skipped, or failed under ARENA_REQUIRE_PROXY)
-    _redis_ready()
+    redis_client = connected_redis()
     import boto3
 
     folder = tmp_path_factory.mktemp("two-servers")
@@ -311,7 +287,7 @@ def deployment(tmp_path_factory, s3_server):
     client = boto3.client("s3", endpoint_url=s3_server, aws_access_key_id="testing",
                           aws_secret_access_key="testing", region_name="us-east-1")
     bucket = Bucket(f"arena-{secrets.token_hex(6)}", "arena", client)
-    shared = {**_s3_env(s3_server), "ARENA_STORAGE_URL": bucket.url,
+    shared = {**s3_env(s3_server), "ARENA_STORAGE_URL": bucket.url,
               "ARENA_RATELIMIT_STORAGE_URI": REDIS_URL, "ARENA_RATELIMIT_KEY_PREFIX": prefix}
     command_env = _environment(folder / "release", url, shared)
     ports = [free_port(), free_port()]
@@ -346,7 +322,10 @@ def deployment(tmp_path_factory, s3_server):
             db.engine.dispose()
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
-        _forget_redis_keys(prefix)
+        keys = list(redis_client.scan_iter(f"*{prefix}*"))
+        if keys:
+            redis_client.delete(*keys)
+        redis_client.close()
         client.close()
 
 
