@@ -13,6 +13,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -297,6 +298,8 @@ class Vote(db.Model):
         # pages' cut-off too (WHERE created_at < the hour's: 828 -> 168 ms, without the table)
         Index("ix_vote_ranking", "criterion", "is_validation", "flags", "winner_model_id",
               "loser_model_id", "voter_id", "created_at"),
+        # the votes since a ranking rollup's watermark (arena.analysis.rollups)
+        Index("ix_vote_criterion_created", "criterion", "created_at"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     task_id: Mapped[int] = mapped_column(ForeignKey("task.id"), unique=True)
@@ -333,6 +336,32 @@ class EloRating(db.Model):
     wins: Mapped[int] = mapped_column(Integer, default=0)
 
     model: Mapped[GenModel] = relationship()
+
+
+class RankingRollup(db.Model):
+    """One criterion's counted votes stamped before ``through``, summed for the rankings
+    (:mod:`arena.analysis.rollups`): what the default ranking reads instead of the log."""
+
+    __tablename__ = "ranking_rollup"
+    criterion: Mapped[str] = mapped_column(String(20), primary_key=True)
+    through: Mapped[datetime] = mapped_column(DateTime)
+    last_vote_id: Mapped[int] = mapped_column(Integer, default=0)  # the newest vote in it
+    voters: Mapped[int] = mapped_column(Integer, default=0)
+    # numpy .npz: cells (winner, loser model ids), pooled counts, voters' cross products
+    moments: Mapped[bytes | None] = mapped_column(LargeBinary)
+    refreshed_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class RollupVoterCell(db.Model):
+    """A voter's counted votes for one ordered model pair in a :class:`RankingRollup`: what
+    the rollup subtracts when that voter's next votes change their cross products."""
+
+    __tablename__ = "rollup_voter_cell"
+    criterion: Mapped[str] = mapped_column(String(20), primary_key=True)
+    voter_id: Mapped[int] = mapped_column(ForeignKey("voter.id"), primary_key=True)
+    winner_model_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    loser_model_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    votes: Mapped[int] = mapped_column(Integer)
 
 
 class PublishedFigures(db.Model):

@@ -15,8 +15,8 @@ import numpy as np
 from flask import current_app
 from sqlalchemy import select
 
-from arena.analysis import published
-from arena.analysis.tallies import RankingError, Slice, Tally, tally, vote_filter
+from arena.analysis import published, rollups
+from arena.analysis.tallies import RankingError, Slice, Tally, models, tally, vote_filter
 from arena.config import check_criterion
 from arena.extensions import db
 from arena.models import Comparison, EloRating, GenModel, Vote
@@ -279,6 +279,13 @@ def rank_models(
         elo_now = edition.online(criterion)
     else:
         elo_now = online_elo(criterion)
+    rolled = _rolled_up(criterion, method, slice_, cluster, margins, intervals, rounds)
+    if rolled is not None:
+        ranking = rank_counts(
+            rolled.names, rolled.counts, rounds=rounds, rng=rng, intervals=intervals,
+            cluster=cluster, online_elo=elo_now, criterion=criterion, include_idle=include_idle)
+        ranking.slice, ranking.as_of = _described(slice_), slice_.as_of
+        return ranking
     counted: Tally = tally(criterion, slice_, cluster=cluster, margins=margins)
     if public and slice_.active() and _too_few_voters(counted, cluster):
         return _withheld(criterion, method, slice_)
@@ -296,6 +303,23 @@ def rank_models(
         ranking.slice["reweighted"] = "; ".join(m.describe() for m in counted.margins)
     ranking.as_of = slice_.as_of
     return ranking
+
+
+def _rolled_up(criterion, method, slice_: Slice, cluster, margins, intervals, rounds
+               ) -> Tally | None:
+    """The counted votes from the rollup (:mod:`arena.analysis.rollups`) where it holds what
+    the ranking needs: every vote (no slice but the public cut-off), Bradley-Terry, and
+    intervals from voters' moments (the sandwich) or from the pooled votes; else None."""
+    if (method != "bt" or margins or slice_.active()
+            or cluster not in ("voter", "none")
+            or (cluster == "voter" and intervals != "instant" and rounds > 0)):
+        return None
+    ids, names = models()
+    found = rollups.moments(criterion, ids, slice_.as_of)
+    if found is None:
+        return None
+    counts = found.pooled() if cluster == "none" else found
+    return Tally(ids, names, counts, cluster)
 
 
 def _too_few_voters(counted: Tally, cluster: str) -> bool:

@@ -129,4 +129,19 @@ def export_votes_command(folder):
     click.echo(f"{written:,d} votes written under {folder}")
 
 
+@votes_group.command("rollup")
+@with_appcontext
+def rollup_votes_command():
+    """Add the votes stamped since the last run to the ranking rollups, up to the public
+    pages' cut-off, so rankings of every vote read them instead of the whole log. Run it
+    from a timer (every few minutes); it is idempotent and safe to run twice at once."""
+    from arena.analysis import rollups
+
+    with click.progressbar(length=rollups.pending(), label="Rolling up votes") as bar:
+        done = rollups.refresh(progress=lambda _criterion, votes: bar.update(votes))
+    for step in done:
+        click.echo(f"{step.criterion}: {step.votes:,d} votes added, rolled up to "
+                   f"{step.through:%Y-%m-%d %H:%M:%S}")
+
+
 COMMANDS = (rank_command, elo_group, votes_group)

@@ -3,6 +3,7 @@
 from arena.ranking.bootstrap import BootstrapResult, bootstrap
 from arena.ranking.bradley_terry import BTResult, aggregate, bradley_terry, is_strongly_connected
 from arena.ranking.elo import EloParams, elo, elo_update, replay_elo
+from arena.ranking.moments import PairMoments
 from arena.ranking.pairs import PairCounts
 from arena.ranking.sandwich import InstantResult, instant_intervals
 from arena.ranking.strata import Calibration, effective_size, post_strata
@@ -14,6 +15,7 @@ __all__ = [
     "EloParams",
     "InstantResult",
     "PairCounts",
+    "PairMoments",
     "aggregate",
     "bootstrap",
     "bradley_terry",

@@ -27,6 +27,7 @@ from scipy.special import expit, ndtr, ndtri
 
 from arena.ranking import ranks
 from arena.ranking.bradley_terry import ELO_SCALE, LOG10, BTResult
+from arena.ranking.moments import PairMoments
 from arena.ranking.pairs import PairCounts
 from arena.ranking.strata import Calibration
 
@@ -52,14 +53,19 @@ def instant_intervals(data, fit: BTResult, *, resample: str | None = None,
                       calibration: Calibration | None = None, level: float = 0.95,
                       draws: int = 4000, rng: np.random.Generator | None = None
                       ) -> InstantResult:
-    """Sandwich intervals around ``fit`` (the :func:`bradley_terry` fit of ``data``).
+    """Sandwich intervals around ``fit`` (the :func:`bradley_terry` fit of ``data``, a
+    :class:`PairCounts`, a :class:`PairMoments` or a win matrix).
 
     ``resample`` "unit" clusters by ``data``'s units (the default when there are several),
     "vote" treats votes as independent. Raises ValueError for a level outside (0, 1) or a
     fit of another size."""
     if not 0 < level < 1:
         raise ValueError("level must be between 0 and 1")
-    if not isinstance(data, PairCounts):
+    moments = data if isinstance(data, PairMoments) else None
+    if moments is not None:
+        resample = resample or ("unit" if moments.n_units > 1 else "vote")
+        data = moments.pooled()
+    elif not isinstance(data, PairCounts):
         data = PairCounts.from_matrix(data)
     n = data.n_items
     if fit.log_strengths.shape != (n,):
@@ -71,7 +77,10 @@ def instant_intervals(data, fit: BTResult, *, resample: str | None = None,
     p = expit(theta[data.a] - theta[data.b])  # P(a beats b)
     games = data.ab + data.ba + data.tie
     bread = _bread(n, data, w * games * p * (1 - p), fit)
-    meat = (_vote_meat if resample == "vote" else _unit_meat)(data, w, p, unit_w)
+    if moments is not None and resample == "unit":
+        meat = moments.unit_meat(expit(theta[moments.winners] - theta[moments.losers]))
+    else:
+        meat = (_vote_meat if resample == "vote" else _unit_meat)(data, w, p, unit_w)
     inverse = np.linalg.pinv(bread, hermitian=True)
     centre = np.eye(n) - 1.0 / n
     covariance = centre @ inverse @ meat @ inverse @ centre

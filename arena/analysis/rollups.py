@@ -1,0 +1,261 @@
+"""Rankings flat in the vote log: each criterion's counted votes summed up to a watermark.
+
+A ranking of every counted vote, with intervals clustered by voter, needs the pooled counts
+per ordered model pair, the number of voters and their cross products
+(:class:`arena.ranking.PairMoments`): a few numbers per pair of pairs, however many votes.
+:func:`refresh` adds the votes stamped since the watermark (``RankingRollup.through``) to
+them, a batch at a time, keeping each voter's counts (``RollupVoterCell``) to subtract when
+that voter's next votes change their cross products. :func:`moments` is what a ranking
+reads: the rollup plus the votes since its watermark (the same numbers as the whole log).
+
+The watermark moves to the public pages' cut-off (:func:`arena.analysis.published.cutoff`),
+so what they show reads the rollup alone; the votes after it are read from the log. A
+refresh runs as a command (``arena rollup refresh``, from a timer), never in a vote's
+transaction; it is idempotent and safe to run twice at once (each batch locks its
+criterion's row and starts from the watermark it finds). Without a rollup, or for slices,
+margins, other clusters and the bootstrap, rankings read the log as before.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from scipy import sparse
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from arena.analysis import published
+from arena.analysis.tallies import Slice, vote_filter
+from arena.config import CRITERIA
+from arena.extensions import db
+from arena.infra.database import retry_on_lock, write_transaction
+from arena.models import RankingRollup, RollupVoterCell, Vote, utcnow
+from arena.ranking import PairMoments
+from arena.ranking.moments import cross_products
+
+BATCH_VOTES = 50_000  # per transaction: bounded memory, and the lock held for seconds at most
+EPOCH = datetime(1970, 1, 1)
+
+
+@dataclass
+class State:
+    """A rollup in memory: cells as (winner id, loser id) rows, pooled counts, voters and
+    the voters' cross products (cells x cells)."""
+
+    cells: np.ndarray
+    counts: np.ndarray
+    cross: sparse.csr_matrix
+    voters: int
+
+    @classmethod
+    def empty(cls) -> State:
+        return cls(np.zeros((0, 2), dtype=np.int64), np.zeros(0),
+                   sparse.csr_matrix((0, 0)), 0)
+
+    @classmethod
+    def load(cls, row: RankingRollup | None) -> State:
+        if row is None or row.moments is None:
+            return cls.empty()
+        with np.load(io.BytesIO(row.moments), allow_pickle=False) as saved:
+            cells = saved["cells"]
+            upper = sparse.coo_matrix(
+                (saved["value"], (saved["row"], saved["col"])), shape=(len(cells),) * 2)
+            cross = (upper + sparse.triu(upper, k=1).T).tocsr()
+            return cls(cells, saved["counts"], cross, row.voters)
+
+    def dump(self) -> bytes:
+        upper = sparse.triu(self.cross).tocoo()
+        out = io.BytesIO()
+        np.savez(out, cells=self.cells, counts=self.counts, row=upper.row.astype(np.int32),
+                 col=upper.col.astype(np.int32), value=upper.data)
+        return out.getvalue()
+
+    def added(self, new: np.ndarray, old: np.ndarray) -> State:
+        """This state with the votes ``new`` (rows voter, winner, loser, count) added, ``old``
+        holding the rolled-up counts of the voters in ``new`` (the same columns)."""
+        if not len(new):
+            return self
+        cells, index = np.unique(np.concatenate([self.cells, new[:, 1:3], old[:, 1:3]]),
+                                 axis=0, return_inverse=True)
+        index = index.ravel()
+        mine, fresh = index[:len(self.cells)], index[len(self.cells):len(self.cells) + len(new)]
+        before = index[len(self.cells) + len(new):]
+        counts = np.zeros(len(cells))
+        np.add.at(counts, mine, self.counts)
+        np.add.at(counts, fresh, new[:, 3])
+        grown = sparse.csr_matrix((len(cells), len(cells)))
+        if len(self.cells):
+            move = sparse.csr_matrix((np.ones(len(mine)), (mine, np.arange(len(mine)))),
+                                     shape=(len(cells), len(self.cells)))
+            grown = move @ self.cross @ move.T
+        voters = np.concatenate([old[:, 0], new[:, 0]])
+        after = cross_products(voters, np.concatenate([before, fresh]),
+                               np.concatenate([old[:, 3], new[:, 3]]), len(cells))
+        prior = cross_products(old[:, 0], before, old[:, 3], len(cells))
+        joined = len(np.setdiff1d(np.unique(new[:, 0]), old[:, 0]))
+        return State(cells, counts, (grown + after - prior).tocsr(), self.voters + joined)
+
+    def moments(self, ids: list[int]) -> PairMoments:
+        """As the ranking core takes them, models numbered by their place in ``ids``."""
+        index = {model_id: i for i, model_id in enumerate(ids)}
+        keep = np.array([w in index and lo in index and count > 0
+                         for (w, lo), count in zip(self.cells.tolist(), self.counts,
+                                                   strict=True)], dtype=bool)
+        keep = np.flatnonzero(keep)
+        winners = np.array([index[w] for w in self.cells[keep, 0]], dtype=np.int64)
+        losers = np.array([index[lo] for lo in self.cells[keep, 1]], dtype=np.int64)
+        return PairMoments(len(ids), winners, losers, self.counts[keep],
+                           self.cross[keep][:, keep].tocsr(), self.voters)
+
+
+def _new_votes(criterion: str, row: RankingRollup, before: datetime | None
+               ) -> tuple[np.ndarray, int]:
+    """The counted votes not in ``row``: stamped from its watermark on (and before
+    ``before``), or stored after its last vote with an earlier stamp (a simulation's clock,
+    an import). (voter, winner, loser, count) rows, and the largest vote id among them."""
+    window = Vote.created_at >= row.through
+    if before is not None:
+        window = and_(window, Vote.created_at < before)
+    late = and_(Vote.id > row.last_vote_id, Vote.created_at < row.through)
+    counted = (vote_filter(criterion, Slice()).add_columns(Vote.voter_id, Vote.id)
+               .where(or_(window, late), Vote.winner_model_id != Vote.loser_model_id)
+               .subquery())
+    keys = (counted.c.voter_id, counted.c.winner_model_id, counted.c.loser_model_id)
+    rows = db.session.execute(
+        select(*keys, func.count(), func.max(counted.c.id)).group_by(*keys)).all()
+    last = max((r[4] for r in rows), default=row.last_vote_id)
+    return _array([r[:4] for r in rows]), max(last, row.last_vote_id)
+
+
+def _rolled_up(criterion: str, voters: np.ndarray) -> np.ndarray:
+    """The rolled-up counts of ``voters``: (voter, winner, loser, count) rows."""
+    rows = []
+    ids = np.unique(voters).tolist()
+    for start in range(0, len(ids), 5_000):  # (SQLite's limit on parameters)
+        rows += db.session.execute(
+            select(RollupVoterCell.voter_id, RollupVoterCell.winner_model_id,
+                   RollupVoterCell.loser_model_id, RollupVoterCell.votes)
+            .where(RollupVoterCell.criterion == criterion,
+                   RollupVoterCell.voter_id.in_(ids[start:start + 5_000]))).all()
+    return _array(rows)
+
+
+def _array(rows) -> np.ndarray:
+    return np.array(rows, dtype=np.int64).reshape(len(rows), 4)
+
+
+def moments(criterion: str, ids: list[int], as_of: datetime | None = None
+            ) -> PairMoments | None:
+    """Every counted vote of ``criterion`` stamped before ``as_of`` (all of them when None)
+    as :class:`PairMoments` over the models ``ids``, from the rollup and the votes since its
+    watermark; None when there is no rollup, or it runs past ``as_of``."""
+    for _ in range(3):
+        row = db.session.get(RankingRollup, criterion, populate_existing=True)
+        if row is None or (as_of is not None and row.through > as_of):
+            return None
+        through = row.through
+        new, _ = _new_votes(criterion, row, as_of)
+        state = State.load(row).added(new, _rolled_up(criterion, new[:, 0]))
+        # a refresh that committed meanwhile would have moved what the last reads saw
+        again = db.session.execute(select(RankingRollup.through)
+                                   .where(RankingRollup.criterion == criterion)).scalar()
+        if again == through:
+            return state.moments(ids)
+    return None
+
+
+def pending(now: datetime | None = None) -> int:
+    """How many votes (of any kind) the next :func:`refresh` reads, about."""
+    target = published.cutoff(now)
+    marks = dict(db.session.execute(
+        select(RankingRollup.criterion, RankingRollup.through)).all())
+    return sum(db.session.execute(select(func.count()).where(
+        Vote.criterion == criterion, Vote.created_at >= marks.get(criterion, EPOCH),
+        Vote.created_at < target)).scalar() for criterion in CRITERIA)
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    criterion: str
+    votes: int  # added by this refresh
+    through: datetime
+
+
+def refresh(now: datetime | None = None, batch: int = BATCH_VOTES,
+            progress: Callable[[str, int], None] | None = None) -> list[Refreshed]:
+    """Bring every criterion's rollup to the public pages' current cut-off, ``batch``
+    votes per transaction; ``progress(criterion, votes)`` after each."""
+    target = published.cutoff(now)
+    done = []
+    for criterion in CRITERIA:
+        added = 0
+        while True:
+            step = retry_on_lock(lambda c=criterion: _advance(c, target, batch))
+            if step is None:
+                break
+            added += step
+            if progress:
+                progress(criterion, step)
+        row = db.session.get(RankingRollup, criterion, populate_existing=True)
+        done.append(Refreshed(criterion, added, row.through if row else target))
+    return done
+
+
+def _advance(criterion: str, target: datetime, batch: int) -> int | None:
+    """Add the next batch of votes before ``target`` to ``criterion``'s rollup in one
+    transaction; the number added, or None when the rollup has reached ``target``."""
+    with write_transaction():
+        dialect = postgresql if db.engine.dialect.name == "postgresql" else sqlite
+        db.session.execute(dialect.insert(RankingRollup).values(
+            criterion=criterion, through=EPOCH, last_vote_id=0, voters=0,
+            refreshed_at=utcnow())
+            .on_conflict_do_nothing())
+        row = db.session.execute(select(RankingRollup).where(
+            RankingRollup.criterion == criterion).with_for_update()
+            .execution_options(populate_existing=True)).scalar_one()
+        if row.through >= target:
+            return None
+        end = _batch_end(criterion, row.through, target, batch)
+        new, last = _new_votes(criterion, row, end)
+        old = _rolled_up(criterion, new[:, 0])
+        state = State.load(row).added(new, old)
+        _store_voters(dialect, criterion, new, old)
+        row.moments, row.voters = state.dump(), state.voters
+        row.through, row.last_vote_id, row.refreshed_at = end, last, utcnow()
+        return int(new[:, 3].sum())
+
+
+def _batch_end(criterion: str, since: datetime, target: datetime, batch: int) -> datetime:
+    """The stamp ``batch`` votes after ``since`` (exclusive end of the batch), or ``target``."""
+    stamps = (select(Vote.created_at)
+              .where(Vote.criterion == criterion, Vote.created_at >= since,
+                     Vote.created_at < target)
+              .order_by(Vote.created_at).offset(batch).limit(1))
+    end = db.session.execute(stamps).scalar()
+    if end is None:
+        return target
+    if end == since:  # more than a batch share one stamp: take them all
+        end = db.session.execute(select(func.min(Vote.created_at)).where(
+            Vote.criterion == criterion, Vote.created_at > since,
+            Vote.created_at < target)).scalar() or target
+    return end
+
+
+def _store_voters(dialect, criterion: str, new: np.ndarray, old: np.ndarray) -> None:
+    if not len(new):
+        return
+    totals: dict[tuple[int, int, int], int] = {}
+    for voter, winner, loser, count in np.concatenate([old, new]).tolist():
+        totals[voter, winner, loser] = totals.get((voter, winner, loser), 0) + count
+    changed = {tuple(r[:3]) for r in new.tolist()}
+    statement = dialect.insert(RollupVoterCell)
+    db.session.execute(
+        statement.on_conflict_do_update(
+            index_elements=["criterion", "voter_id", "winner_model_id", "loser_model_id"],
+            set_={"votes": statement.excluded.votes}),
+        [{"criterion": criterion, "voter_id": v, "winner_model_id": w,
+          "loser_model_id": lo, "votes": totals[v, w, lo]} for v, w, lo in changed])
