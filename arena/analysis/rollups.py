@@ -25,7 +25,7 @@ from datetime import datetime
 
 import numpy as np
 from scipy import sparse
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, func, literal, or_, select, true
 from sqlalchemy.dialects import postgresql, sqlite
 
 from arena.analysis import published
@@ -112,21 +112,29 @@ class State:
                            self.cross[keep][:, keep].tocsr(), self.voters)
 
 
-def _new_votes(criterion: str, row: RankingRollup, before: datetime | None
-               ) -> tuple[np.ndarray, int]:
+def _counted(criterion: str, row: RankingRollup, before: datetime | None,
+             last_id: int | None = None):
     """The counted votes not in ``row``: stamped from its watermark on (and before
     ``before``), or stored after its last vote with an earlier stamp (a simulation's clock,
-    an import). (voter, winner, loser, count) rows, and the largest vote id among them."""
+    an import); up to vote ``last_id`` when given. Grouped per (voter, winner, loser)."""
     window = Vote.created_at >= row.through
     if before is not None:
         window = and_(window, Vote.created_at < before)
     late = and_(Vote.id > row.last_vote_id, Vote.created_at < row.through)
-    counted = (vote_filter(criterion, Slice()).add_columns(Vote.voter_id, Vote.id)
-               .where(or_(window, late), Vote.winner_model_id != Vote.loser_model_id)
-               .subquery())
+    query = (vote_filter(criterion, Slice()).add_columns(Vote.voter_id, Vote.id)
+             .where(or_(window, late), Vote.winner_model_id != Vote.loser_model_id))
+    if last_id is not None:
+        query = query.where(Vote.id <= last_id)
+    counted = query.subquery()
     keys = (counted.c.voter_id, counted.c.winner_model_id, counted.c.loser_model_id)
-    rows = db.session.execute(
-        select(*keys, func.count(), func.max(counted.c.id)).group_by(*keys)).all()
+    return select(*keys, func.count().label("votes"), func.max(counted.c.id).label("last")
+                  ).group_by(*keys)
+
+
+def _new_votes(criterion: str, row: RankingRollup, before: datetime | None
+               ) -> tuple[np.ndarray, int]:
+    """:func:`_counted` as (voter, winner, loser, count) rows, and the newest vote's id."""
+    rows = db.session.execute(_counted(criterion, row, before)).all()
     last = max((r[4] for r in rows), default=row.last_vote_id)
     return _array([r[:4] for r in rows]), max(last, row.last_vote_id)
 
@@ -223,7 +231,7 @@ def _advance(criterion: str, target: datetime, batch: int) -> int | None:
         new, last = _new_votes(criterion, row, end)
         old = _rolled_up(criterion, new[:, 0])
         state = State.load(row).added(new, old)
-        _store_voters(dialect, criterion, new, old)
+        _store_voters(dialect, criterion, row, end, last)
         row.moments, row.voters = state.dump(), state.voters
         row.through, row.last_vote_id, row.refreshed_at = end, last, utcnow()
         return int(new[:, 3].sum())
@@ -245,17 +253,15 @@ def _batch_end(criterion: str, since: datetime, target: datetime, batch: int) ->
     return end
 
 
-def _store_voters(dialect, criterion: str, new: np.ndarray, old: np.ndarray) -> None:
-    if not len(new):
-        return
-    totals: dict[tuple[int, int, int], int] = {}
-    for voter, winner, loser, count in np.concatenate([old, new]).tolist():
-        totals[voter, winner, loser] = totals.get((voter, winner, loser), 0) + count
-    changed = {tuple(r[:3]) for r in new.tolist()}
-    statement = dialect.insert(RollupVoterCell)
-    db.session.execute(
-        statement.on_conflict_do_update(
-            index_elements=["criterion", "voter_id", "winner_model_id", "loser_model_id"],
-            set_={"votes": statement.excluded.votes}),
-        [{"criterion": criterion, "voter_id": v, "winner_model_id": w,
-          "loser_model_id": lo, "votes": totals[v, w, lo]} for v, w, lo in changed])
+def _store_voters(dialect, criterion: str, row: RankingRollup, end: datetime,
+                  last: int) -> None:
+    """Add the batch's votes to their voters' rolled-up counts, in the database (the same
+    votes as :func:`_new_votes` read: up to the newest one it saw)."""
+    new = _counted(criterion, row, end, last).subquery()
+    statement = dialect.insert(RollupVoterCell).from_select(
+        ["criterion", "voter_id", "winner_model_id", "loser_model_id", "votes"],
+        select(literal(criterion), new.c.voter_id, new.c.winner_model_id,
+               new.c.loser_model_id, new.c.votes).where(true()))
+    db.session.execute(statement.on_conflict_do_update(
+        index_elements=["criterion", "voter_id", "winner_model_id", "loser_model_id"],
+        set_={"votes": RollupVoterCell.votes + statement.excluded.votes}))

@@ -28,8 +28,8 @@ def compose() -> dict:
 
 def test_compose_runs_two_app_servers_of_one_image_after_the_migration(compose):
     services = compose["services"]
-    assert set(services) == {"nginx", *APPS, "migrate", "postgres", "redis", "minio",
-                             "buckets"}
+    assert set(services) == {"nginx", *APPS, "migrate", "rollup", "postgres", "redis",
+                             "minio", "buckets"}
     app, other = (services[name] for name in APPS)
     assert app["build"] == other["build"] == services["migrate"]["build"]
     assert app["build"]["dockerfile"] == "deploy/Dockerfile"
@@ -50,8 +50,9 @@ def test_compose_runs_two_app_servers_of_one_image_after_the_migration(compose):
 
 def test_compose_gives_every_server_and_the_migration_the_same_settings(compose):
     services = compose["services"]
-    environments = [services[name]["environment"] for name in (*APPS, "migrate")]
-    assert environments[0] == environments[1] == environments[2]
+    environments = [services[name]["environment"] for name in (*APPS, "migrate", "rollup")]
+    assert all(env == environments[0] for env in environments)
+    assert "arena votes rollup" in services["rollup"]["command"][-1]
     env = environments[0]
     for key in ("ARENA_SECRET_KEY", "ARENA_PSEUDONYM_KEY"):
         # one variable of the host's, required: never a key written into the file
@@ -97,11 +98,12 @@ def _units(folder: Path) -> dict[str, Path]:
     (systemd's checker wants the programs to exist)."""
     venv = str(Path(sys.executable).parent.parent)
     units = {}
-    for unit in sorted((DEPLOY / "systemd").glob("*.service")):
+    for unit in sorted((DEPLOY / "systemd").glob("*.*")):
         text = unit.read_text().replace("/srv/arena/.venv", venv)
         (folder / unit.name).write_text(text)
         units[unit.name] = folder / unit.name
-    assert set(units) == {"arena@.service", "arena-upgrade.service"}
+    assert set(units) == {"arena@.service", "arena-upgrade.service", "arena-rollup.service",
+                          "arena-rollup.timer"}
     return units
 
 
@@ -128,6 +130,11 @@ def test_the_systemd_units_run_gunicorn_per_port_and_the_upgrade_once():
     assert upgrade["Type"] == "oneshot"
     assert upgrade["ExecStart"].endswith("/bin/arena db upgrade")
     assert upgrade["EnvironmentFile"] == "/etc/arena/arena.env"
+    rollup = _parsed(DEPLOY / "systemd" / "arena-rollup.service")["Service"]
+    assert rollup["Type"] == "oneshot" and rollup["ExecStart"].endswith("/bin/arena votes rollup")
+    timer = _parsed(DEPLOY / "systemd" / "arena-rollup.timer")
+    assert timer["Timer"]["OnUnitActiveSec"] == "5min"
+    assert timer["Install"]["WantedBy"] == "timers.target"
 
 
 def test_systemd_finds_nothing_wrong_in_the_units(tmp_path):
@@ -135,7 +142,8 @@ def test_systemd_finds_nothing_wrong_in_the_units(tmp_path):
     if checker is None:
         pytest.skip("systemd-analyze is not installed")
     units = _units(tmp_path)
-    for unit in (tmp_path / "arena@8000.service", units["arena-upgrade.service"]):
+    for unit in (tmp_path / "arena@8000.service", units["arena-upgrade.service"],
+                 units["arena-rollup.service"], units["arena-rollup.timer"]):
         done = subprocess.run([checker, "verify", str(unit)], capture_output=True, text=True,
                               timeout=60)
         assert done.returncode == 0 and not done.stdout + done.stderr, (

@@ -1,0 +1,37 @@
+"""Smoke test of benchmarks/scale.py on a few thousand votes (the figures in the docs come
+from its full run): the log is grown twice, every figure is printed, and the scratch
+database is dropped."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import PG_URL, _pg_admin
+from tests.web.servers import ROOT
+
+
+@pytest.mark.postgres
+def test_the_scale_benchmark_prints_every_figure_at_each_size():
+    _pg_admin().close()  # (skips, or fails under ARENA_REQUIRE_POSTGRES, without PostgreSQL)
+    done = subprocess.run(
+        [sys.executable, "benchmarks/scale.py", "--sizes", "3000,6000", "--models", "6",
+         "--postgres", PG_URL], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    for size in ("3,000", "6,000"):
+        assert re.search(rf"^{size} votes \(log grown in \d+ s\)", out, flags=re.M), out
+    for figure in (r"GET /leaderboard, whole log +\d+ ms", r"GET /leaderboard, rollup +\d+ ms",
+                   r"arena rank --intervals instant +[\d.]+ s",
+                   r"rollup built from the log +[\d.]+ s +\([\d,]+ votes/s\)",
+                   r"rollup refresh, [\d,]+ new votes +\d+ ms",
+                   r"progress page, hour's first +\d+ ms"):
+        assert len(re.findall(figure, out)) == 2, (figure, out)
+    admin = _pg_admin()
+    left = admin.execute("SELECT count(*) FROM pg_database WHERE datname LIKE 'arena_scale_%'"
+                         ).fetchone()[0]
+    admin.close()
+    assert left == 0
