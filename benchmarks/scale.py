@@ -1,14 +1,14 @@
 """Rankings over a growing vote log on PostgreSQL: the whole log against the ranking rollup.
 
     .venv/bin/python benchmarks/scale.py [--sizes 2000000,20000000] [--postgres URL]
-                                         [--models 20] [--votes-per-voter 40]
+                                         [--models 20] [--votes-per-voter 40] [--repeats 3]
 
 Builds a throwaway database (dropped at the end): ``--models`` models, 200 prompts with one
 image per model, every pair of them compared on preference; then grows the log to each size
 in ``--sizes`` with INSERT ... SELECT over generate_series (voters casting about
 ``--votes-per-voter`` votes each over random pairs, the better model winning by
 Bradley-Terry odds, stamps spread over the 90 days before the hour's cut-off). At each size
-it prints, as medians of a few runs:
+it prints, as medians of ``--repeats`` runs (3):
 
 * the public leaderboard (``GET /leaderboard``, instant intervals clustered by voter) from the
   whole log, and from the rollup;
@@ -174,7 +174,8 @@ def _batch(conn, start, end, per_voter, first_comparison, n_comparisons, before,
                      f"(SELECT max(id) FROM {table}))")
 
 
-def measure(app, url: str, sa_url: str, campaign_id: int, instance: Path) -> dict:
+def measure(app, url: str, sa_url: str, campaign_id: int, instance: Path, repeats: int
+            ) -> dict:
     client = app.test_client()
 
     def board():
@@ -191,11 +192,11 @@ def measure(app, url: str, sa_url: str, campaign_id: int, instance: Path) -> dic
         db.session.commit()
         published.forget()
         board()  # (this hour's Elo figures, stored: both boards read them)
-        figures["board_scan"] = median_s(board, 3)
+        figures["board_scan"] = median_s(board, repeats)
         t0 = time.perf_counter()
         rollups.refresh()
         figures["rollup_build"] = time.perf_counter() - t0
-        figures["board_rollup"] = median_s(board)
+        figures["board_rollup"] = median_s(board, repeats)
         campaign = db.session.get(Campaign, campaign_id)
         figures["progress"] = median_s(lambda: progress(campaign, before=cut), 1)
         figures["new"], figures["refresh"] = _refresh_new(url, cut)
@@ -206,7 +207,7 @@ def measure(app, url: str, sa_url: str, campaign_id: int, instance: Path) -> dic
            "ARENA_DATABASE_URL": sa_url}
     figures["rank_cli"] = median_s(lambda: subprocess.run(
         [ARENA, "rank", "--criterion", "preference", "--intervals", "instant", "--format",
-         "json"], env=env, check=True, capture_output=True), 3)
+         "json"], env=env, check=True, capture_output=True), repeats)
     return figures
 
 
@@ -233,6 +234,7 @@ def main() -> None:
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--votes-per-voter", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=3, help="runs per median (default 3)")
     args = parser.parse_args()
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     name = f"arena_scale_{os.getpid()}"
@@ -255,7 +257,7 @@ def main() -> None:
                 t0 = time.perf_counter()
                 grow(url, size, args.votes_per_voter, before)
                 built = time.perf_counter() - t0
-                f = measure(app, url, sa_url, campaign_id, instance)
+                f = measure(app, url, sa_url, campaign_id, instance, args.repeats)
                 print(f"\n{size:,d} votes (log grown in {built:.0f} s)")
                 print(f"  GET /leaderboard, whole log      {f['board_scan'] * 1000:9.0f} ms")
                 print(f"  GET /leaderboard, rollup         {f['board_rollup'] * 1000:9.0f} ms"

@@ -19,7 +19,8 @@ def test_the_scale_benchmark_prints_every_figure_at_each_size():
     _pg_admin().close()  # (skips, or fails under ARENA_REQUIRE_POSTGRES, without PostgreSQL)
     done = subprocess.run(
         [sys.executable, "benchmarks/scale.py", "--sizes", "3000,6000", "--models", "6",
-         "--postgres", PG_URL], cwd=ROOT, capture_output=True, text=True, timeout=600)
+         "--repeats", "1", "--postgres", PG_URL],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     for size in ("3,000", "6,000"):
