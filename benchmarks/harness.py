@@ -11,7 +11,9 @@ import atexit
 import os
 import shutil
 import socket
+import statistics
 import tempfile
+import time
 from pathlib import Path
 
 # Rate limits stay on, as in production (the limiter's own work is part of every request),
@@ -59,3 +61,13 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def median_s(fn, repeats=3) -> float:
+    """The median wall time of ``repeats`` calls of ``fn``, in seconds."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)

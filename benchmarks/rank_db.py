@@ -26,7 +26,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
-from harness import scratch_dir
+from harness import median_s, scratch_dir
 from sqlalchemy import func, select, update
 from synthetic import fill_votes, grow_campaign, settle
 
@@ -42,15 +42,6 @@ from arena.models import Campaign, Comparison, GenModel, PromptSet, Vote, utcnow
 from arena.voting.votes import ensure_ratings
 
 ARENA = str(Path(sys.executable).with_name("arena"))
-
-
-def median_s(fn, repeats=3):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def run(label: str, instance: Path, url: str | None, n_votes: int,

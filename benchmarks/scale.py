@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -32,7 +31,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import psycopg
-from harness import scratch_dir
+from harness import median_s, scratch_dir
 from sqlalchemy import func, insert, select, text, update
 
 from arena import create_app
@@ -56,15 +55,6 @@ from tests.factories import image_rows
 ARENA = str(Path(sys.executable).with_name("arena"))
 DAYS = 90
 NEW_VOTES = 10_000
-
-
-def median_s(fn, repeats=5) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def build_campaign(n_models: int) -> Campaign:
