@@ -364,6 +364,29 @@ class RollupVoterCell(db.Model):
     votes: Mapped[int] = mapped_column(Integer)
 
 
+class RollupComparison(db.Model):
+    """A comparison's votes that fill its quota (``flags == 0``) in its criterion's
+    :class:`RankingRollup`: what the public counts read instead of the log."""
+
+    __tablename__ = "rollup_comparison"
+    criterion: Mapped[str] = mapped_column(String(20), primary_key=True)
+    comparison_id: Mapped[int] = mapped_column(ForeignKey("comparison.id"), primary_key=True)
+    votes: Mapped[int] = mapped_column(Integer)
+
+
+class RollupCampaignVoter(db.Model):
+    """A voter's votes in one campaign and criterion of a :class:`RankingRollup`, of them
+    on gold pairs and failed: what a campaign's progress counts its voters from."""
+
+    __tablename__ = "rollup_campaign_voter"
+    criterion: Mapped[str] = mapped_column(String(20), primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"), primary_key=True)
+    voter_id: Mapped[int] = mapped_column(ForeignKey("voter.id"), primary_key=True)
+    votes: Mapped[int] = mapped_column(Integer)
+    gold: Mapped[int] = mapped_column(Integer)
+    failed: Mapped[int] = mapped_column(Integer)
+
+
 class PublishedFigures(db.Model):
     """Figures the public pages show (progress, the campaign list, the online Elo, an owner's
     vote counts), counted to the period's cut-off by its first request and read by every

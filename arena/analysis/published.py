@@ -29,10 +29,11 @@ from flask import current_app
 from sqlalchemy import delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from arena.analysis import rollups
 from arena.config import CRITERIA
 from arena.extensions import db
 from arena.infra.database import retry_on_lock, write_transaction
-from arena.models import Comparison, GenModel, PublishedFigures, Vote, utcnow
+from arena.models import Comparison, GenModel, PublishedFigures, utcnow
 
 EPOCH = datetime(2000, 1, 1)
 ALL = 0  # the key of figures that are not one campaign's or one model's
@@ -138,14 +139,13 @@ def _insert_absent(kind: str, key: int, start: datetime, before: datetime, paylo
 
 def votes_column(before: datetime | None, *among):
     """A comparison's counted votes (``Comparison.votes_count``), or those of them stamped
-    before ``before``: (the column, a function that adds its join to a query on
-    ``Comparison``). ``among``: WHERE clauses on ``Vote`` that keep the votes of the
-    comparisons queried (the rest are read and grouped for nothing)."""
+    before ``before`` (from the rollup and the log past it: :mod:`arena.analysis.rollups`):
+    (the column, a function that adds its join to a query on ``Comparison``). ``among``:
+    WHERE clauses on ``Comparison`` that keep the comparisons queried (the rest are read
+    and grouped for nothing)."""
     if before is None:
         return Comparison.votes_count, lambda query: query
-    counted = (select(Vote.comparison_id, func.count().label("n"))
-               .where(Vote.flags == 0, Vote.created_at < before, *among)
-               .group_by(Vote.comparison_id).subquery())
+    counted = rollups.comparison_votes(before, *among)
     return (func.coalesce(counted.c.n, 0),
             lambda query: query.outerjoin(counted, counted.c.comparison_id == Comparison.id))
 

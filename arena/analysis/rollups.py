@@ -1,4 +1,5 @@
-"""Rankings flat in the vote log: each criterion's counted votes summed up to a watermark.
+"""Rankings and public counts flat in the vote log: each criterion's votes summed up to a
+watermark.
 
 A ranking of every counted vote, with intervals clustered by voter, needs the pooled counts
 per ordered model pair, the number of voters and their cross products
@@ -7,10 +8,14 @@ per ordered model pair, the number of voters and their cross products
 them, a batch at a time, keeping each voter's counts (``RollupVoterCell``) to subtract when
 that voter's next votes change their cross products. :func:`moments` is what a ranking
 reads: the rollup plus the votes since its watermark (the same numbers as the whole log).
+The same batches keep the public counts: each comparison's votes (``RollupComparison``),
+and each campaign voter's votes and gold answers (``RollupCampaignVoter``), read by
+:func:`comparison_votes` and :func:`campaign_voters` with the votes past the watermark in
+one statement.
 
 The watermark moves to the public pages' cut-off (:func:`arena.analysis.published.cutoff`),
 so what they show reads the rollup alone; the votes after it are read from the log. A
-refresh runs as a command (``arena rollup refresh``, from a timer), never in a vote's
+refresh runs as a command (``arena votes rollup``, from a timer), never in a vote's
 transaction; it is idempotent and safe to run twice at once (each batch locks its
 criterion's row and starts from the watermark it finds). Without a rollup, or for slices,
 margins, other clusters and the bootstrap, rankings read the log as before.
@@ -25,7 +30,7 @@ from datetime import datetime
 
 import numpy as np
 from scipy import sparse
-from sqlalchemy import and_, func, literal, or_, select, true
+from sqlalchemy import DateTime, and_, case, func, literal, or_, select, true, union_all
 from sqlalchemy.dialects import postgresql, sqlite
 
 from arena.analysis import published
@@ -33,7 +38,15 @@ from arena.analysis.tallies import Slice, vote_filter
 from arena.config import CRITERIA
 from arena.extensions import db
 from arena.infra.database import retry_on_lock, write_transaction
-from arena.models import RankingRollup, RollupVoterCell, Vote, utcnow
+from arena.models import (
+    Comparison,
+    RankingRollup,
+    RollupCampaignVoter,
+    RollupComparison,
+    RollupVoterCell,
+    Vote,
+    utcnow,
+)
 from arena.ranking import PairMoments
 from arena.ranking.moments import cross_products
 
@@ -112,31 +125,35 @@ class State:
                            self.cross[keep][:, keep].tocsr(), self.voters)
 
 
-def _counted(criterion: str, row: RankingRollup, before: datetime | None,
-             last_id: int | None = None):
-    """The counted votes not in ``row``: stamped from its watermark on (and before
-    ``before``), or stored after its last vote with an earlier stamp (a simulation's clock,
-    an import); up to vote ``last_id`` when given. Grouped per (voter, winner, loser)."""
+def _window(criterion: str, row: RankingRollup, before: datetime | None,
+            last_id: int | None = None) -> list:
+    """WHERE clauses: the votes of ``criterion`` not in ``row``: stamped from its watermark
+    on (and before ``before``), or stored after its last vote with an earlier stamp (a
+    simulation's clock, an import); up to vote ``last_id`` when given."""
     window = Vote.created_at >= row.through
     if before is not None:
         window = and_(window, Vote.created_at < before)
     late = and_(Vote.id > row.last_vote_id, Vote.created_at < row.through)
-    query = (vote_filter(criterion, Slice()).add_columns(Vote.voter_id, Vote.id)
-             .where(or_(window, late), Vote.winner_model_id != Vote.loser_model_id))
+    clauses = [Vote.criterion == criterion, or_(window, late)]
     if last_id is not None:
-        query = query.where(Vote.id <= last_id)
-    counted = query.subquery()
+        clauses.append(Vote.id <= last_id)
+    return clauses
+
+
+def _counted(criterion: str, row: RankingRollup, before: datetime | None,
+             last_id: int | None = None):
+    """The counted votes of :func:`_window`, grouped per (voter, winner, loser)."""
+    counted = (vote_filter(criterion, Slice()).add_columns(Vote.voter_id)
+               .where(*_window(criterion, row, before, last_id),
+                      Vote.winner_model_id != Vote.loser_model_id)).subquery()
     keys = (counted.c.voter_id, counted.c.winner_model_id, counted.c.loser_model_id)
-    return select(*keys, func.count().label("votes"), func.max(counted.c.id).label("last")
-                  ).group_by(*keys)
+    return select(*keys, func.count().label("votes")).group_by(*keys)
 
 
-def _new_votes(criterion: str, row: RankingRollup, before: datetime | None
-               ) -> tuple[np.ndarray, int]:
-    """:func:`_counted` as (voter, winner, loser, count) rows, and the newest vote's id."""
-    rows = db.session.execute(_counted(criterion, row, before)).all()
-    last = max((r[4] for r in rows), default=row.last_vote_id)
-    return _array([r[:4] for r in rows]), max(last, row.last_vote_id)
+def _new_votes(criterion: str, row: RankingRollup, before: datetime | None,
+               last_id: int | None = None) -> np.ndarray:
+    """:func:`_counted` as (voter, winner, loser, count) rows."""
+    return _array(db.session.execute(_counted(criterion, row, before, last_id)).all())
 
 
 def _rolled_up(criterion: str, voters: np.ndarray) -> np.ndarray:
@@ -153,7 +170,8 @@ def _rolled_up(criterion: str, voters: np.ndarray) -> np.ndarray:
 
 
 def _array(rows) -> np.ndarray:
-    return np.array(rows, dtype=np.int64).reshape(len(rows), 4)
+    # (as tuples: numpy probes a Row for array interfaces by name, a failed lookup each)
+    return np.array([tuple(row) for row in rows], dtype=np.int64).reshape(len(rows), 4)
 
 
 def moments(criterion: str, ids: list[int], as_of: datetime | None = None
@@ -166,7 +184,7 @@ def moments(criterion: str, ids: list[int], as_of: datetime | None = None
         if row is None or (as_of is not None and row.through > as_of):
             return None
         through = row.through
-        new, _ = _new_votes(criterion, row, as_of)
+        new = _new_votes(criterion, row, as_of)
         state = State.load(row).added(new, _rolled_up(criterion, new[:, 0]))
         # a refresh that committed meanwhile would have moved what the last reads saw
         again = db.session.execute(select(RankingRollup.through)
@@ -228,12 +246,18 @@ def _advance(criterion: str, target: datetime, batch: int) -> int | None:
         if row.through >= target:
             return None
         end = _batch_end(criterion, row.through, target, batch)
-        new, last = _new_votes(criterion, row, end)
+        # (with count() beside it, max() is not planned as a scan down the primary key)
+        last, _ = db.session.execute(select(func.max(Vote.id), func.count())
+                                     .where(*_window(criterion, row, end))).one()
+        last = last or row.last_vote_id
+        new = _new_votes(criterion, row, end, last)
         old = _rolled_up(criterion, new[:, 0])
         state = State.load(row).added(new, old)
         _store_voters(dialect, criterion, row, end, last)
+        _store_counts(dialect, criterion, row, end, last)
         row.moments, row.voters = state.dump(), state.voters
-        row.through, row.last_vote_id, row.refreshed_at = end, last, utcnow()
+        row.through, row.refreshed_at = end, utcnow()
+        row.last_vote_id = max(last, row.last_vote_id)
         return int(new[:, 3].sum())
 
 
@@ -265,3 +289,92 @@ def _store_voters(dialect, criterion: str, row: RankingRollup, end: datetime,
     db.session.execute(statement.on_conflict_do_update(
         index_elements=["criterion", "voter_id", "winner_model_id", "loser_model_id"],
         set_={"votes": RollupVoterCell.votes + statement.excluded.votes}))
+
+
+def _store_counts(dialect, criterion: str, row: RankingRollup, end: datetime,
+                  last: int) -> None:
+    """Add the batch's votes to the public counts: each comparison's votes that fill its
+    quota, and each campaign voter's votes, gold answers and failed ones."""
+    window = _window(criterion, row, end, last)
+    quota = dialect.insert(RollupComparison).from_select(
+        ["criterion", "comparison_id", "votes"],
+        select(literal(criterion), Vote.comparison_id, func.count())
+        .where(*window, Vote.flags == 0).group_by(Vote.comparison_id))
+    db.session.execute(quota.on_conflict_do_update(
+        index_elements=["criterion", "comparison_id"],
+        set_={"votes": RollupComparison.votes + quota.excluded.votes}))
+    people = dialect.insert(RollupCampaignVoter).from_select(
+        ["criterion", "campaign_id", "voter_id", "votes", "gold", "failed"],
+        select(literal(criterion), Comparison.campaign_id, Vote.voter_id, *_answers())
+        .join(Comparison, Comparison.id == Vote.comparison_id)
+        .where(*window, Comparison.campaign_id.is_not(None))
+        .group_by(Comparison.campaign_id, Vote.voter_id))
+    db.session.execute(people.on_conflict_do_update(
+        index_elements=["criterion", "campaign_id", "voter_id"],
+        set_={name: getattr(RollupCampaignVoter, name) + getattr(people.excluded, name)
+              for name in ("votes", "gold", "failed")}))
+
+
+def _answers() -> tuple:
+    """A group's votes, of them on gold pairs, and of those failed: as aggregate columns."""
+    failed = Vote.is_validation & Vote.correct.is_(False)
+    return (func.count(), func.sum(case((Vote.is_validation, 1), else_=0)),
+            func.sum(case((failed, 1), else_=0)))
+
+
+# -- what the public counts read: the rollup and the votes past it, in one statement ----------
+
+def _not_rolled_up(criterion: str, before: datetime) -> list[list]:
+    """WHERE clauses on Vote, two sets for two SELECTs: the votes of ``criterion`` stamped
+    before ``before`` that its rollup does not hold (all of them when it has no rollup that
+    stops at or before ``before``). The watermark is read by the same statement as the
+    rollup, so a refresh that commits meanwhile is seen whole or not at all."""
+    def mark(column):
+        return select(column).where(RankingRollup.criterion == criterion,
+                                    RankingRollup.through <= before).scalar_subquery()
+
+    through = mark(RankingRollup.through)
+    since = [Vote.criterion == criterion, Vote.created_at < before,
+             Vote.created_at >= func.coalesce(through, literal(EPOCH, DateTime()))]
+    late = [Vote.criterion == criterion, Vote.id > mark(RankingRollup.last_vote_id),
+            Vote.created_at < through]
+    return [since, late]
+
+
+def _usable(criterion, before: datetime):
+    """Rollup rows of ``criterion`` (a column) that stop at or before ``before``."""
+    return criterion.in_(select(RankingRollup.criterion)
+                         .where(RankingRollup.through <= before))
+
+
+def comparison_votes(before: datetime, *among):
+    """Per comparison (``comparison_id``, ``n``), a subquery: its votes that fill its quota,
+    stamped before ``before``. ``among``: WHERE clauses on Comparison."""
+    parts = [select(Vote.comparison_id.label("comparison_id"), func.count().label("n"))
+             .join(Comparison, Comparison.id == Vote.comparison_id)
+             .where(Vote.flags == 0, *clauses, *among).group_by(Vote.comparison_id)
+             for criterion in CRITERIA for clauses in _not_rolled_up(criterion, before)]
+    parts.append(select(RollupComparison.comparison_id, RollupComparison.votes)
+                 .join(Comparison, Comparison.id == RollupComparison.comparison_id)
+                 .where(_usable(RollupComparison.criterion, before), *among))
+    both = union_all(*parts).subquery()
+    return (select(both.c.comparison_id, func.sum(both.c.n).label("n"))
+            .group_by(both.c.comparison_id).subquery())
+
+
+def campaign_voters(campaign_id: int, before: datetime):
+    """Per voter of the campaign (``voter_id``, ``votes``, ``gold``, ``failed``), a
+    subquery: their votes stamped before ``before``, of them on gold pairs and failed."""
+    parts = [select(Vote.voter_id.label("voter_id"), *_answers())
+             .join(Comparison, Comparison.id == Vote.comparison_id)
+             .where(Comparison.campaign_id == campaign_id, *clauses).group_by(Vote.voter_id)
+             for criterion in CRITERIA for clauses in _not_rolled_up(criterion, before)]
+    parts.append(select(RollupCampaignVoter.voter_id, RollupCampaignVoter.votes,
+                        RollupCampaignVoter.gold, RollupCampaignVoter.failed)
+                 .where(RollupCampaignVoter.campaign_id == campaign_id,
+                        _usable(RollupCampaignVoter.criterion, before)))
+    both = union_all(*parts).subquery()
+    columns = both.c
+    return (select(columns.voter_id, func.sum(columns[1]).label("votes"),
+                   func.sum(columns[2]).label("gold"), func.sum(columns[3]).label("failed"))
+            .group_by(columns.voter_id).subquery())

@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import aliased
 
-from arena.analysis import published
+from arena.analysis import published, rollups
+from arena.config import CRITERIA
 from arena.extensions import db
 from arena.infra.database import at_most
 from arena.models import (
@@ -59,6 +60,18 @@ def public_progress(campaign: Campaign) -> Progress:
     return figures.payload
 
 
+def take_public_figures() -> int:
+    """Take this period's public figures (the online Elo, the campaign list, each published
+    campaign's progress) where no request has yet, so that none waits for them: run after
+    each rollup refresh (``arena votes rollup``). Returns the campaigns seen."""
+    from arena.campaigns.campaigns import summaries
+
+    published.elo()
+    summaries(public=True)
+    listed = db.session.scalars(select(Campaign).where(Campaign.published_at.is_not(None)))
+    return sum(1 for campaign in listed if public_progress(campaign))
+
+
 def progress(campaign: Campaign, now: datetime | None = None,
              before: datetime | None = None) -> Progress:
     """Votes collected against votes needed per criterion and model pair, the recent vote
@@ -67,9 +80,9 @@ def progress(campaign: Campaign, now: datetime | None = None,
     reports stamped before it, as of then (and without the count of gold pairs, which grows
     as voters answer them).
 
-    The vote table is read at most three times (its per-comparison counts to the cut-off,
-    those of the most skipped comparisons, and once per voter); live, once: over 2M votes
-    each read is a scan of the table (benchmarks/rank_db.py)."""
+    The votes are counted per comparison and per voter from the rollups
+    (:mod:`arena.analysis.rollups`) and the log past them, so the cost follows the
+    campaign's comparisons and voters, not its votes (benchmarks/scale.py)."""
     now = before or now or utcnow()
     result = Progress(campaign)
     result.pairs, result.criteria = _per_pair(campaign, before)
@@ -121,7 +134,7 @@ def _per_pair(campaign: Campaign, before: datetime | None) -> tuple[list[dict], 
     (per criterion: those towards the targets, each comparison's at most its target), the
     votes needed and the tasks closed without a vote. One statement."""
     name_a, name_b, joined = _pair_models()
-    votes, counted = published.votes_column(before, _in_campaign(campaign))
+    votes, counted = published.votes_column(before, Comparison.campaign_id == campaign.id)
     skipped = _skipped_tasks(campaign, before)
     skips = func.coalesce(skipped.c.skips, 0)
     rows = db.session.execute(counted(joined(
@@ -179,7 +192,7 @@ def _most_skipped(campaign: Campaign, before: datetime | None,
     votes = {row[0]: row[5] for row in rows}
     if before is not None and rows:  # (their votes before the cut-off: one read of the table)
         ids = list(votes)
-        counted, joined_counts = published.votes_column(before, Vote.comparison_id.in_(ids))
+        counted, joined_counts = published.votes_column(before, Comparison.id.in_(ids))
         votes = dict(db.session.execute(joined_counts(
             select(Comparison.id, counted).where(Comparison.id.in_(ids)))).all())
     return [{"id": cid, "criterion": criterion, "models": f"{a} vs {b}", "prompt": text or "",
@@ -196,43 +209,39 @@ class _People:
 
 
 def _voters(campaign: Campaign, now: datetime) -> _People:
-    """Over the campaign's votes stamped before ``now``, in one read of them grouped per
-    voter: how many voters took part and their answers about themselves; how many met a
-    gold pair and how many of those never failed one; the votes per hour over the last day
-    (over less, when the first came later)."""
-    since = now - timedelta(hours=24)
-    recent = Vote.created_at >= since
-    per_voter = (
-        select(Vote.voter_id,
-               func.max(case((Vote.is_validation, 1), else_=0)).label("gold"),
-               func.max(case((Vote.is_validation & Vote.correct.is_(False), 1), else_=0))
-               .label("failed"),
-               func.sum(case((recent, 1), else_=0)).label("recent"),
-               func.min(case((recent, Vote.created_at))).label("first"))
-        .where(_in_campaign(campaign), Vote.created_at < now)
-        .group_by(Vote.voter_id).subquery())
+    """Over the campaign's votes stamped before ``now`` (from the rollup and the log past it:
+    :func:`arena.analysis.rollups.campaign_voters`): how many voters took part and their
+    answers about themselves; how many met a gold pair and how many of those never failed
+    one; the votes per hour over the last day (over less, when the first came later)."""
+    per_voter = rollups.campaign_voters(campaign.id, now)
     rows = db.session.execute(
         select(Voter.continent, Voter.age_group, Voter.gender, func.count(),
-               func.sum(per_voter.c.gold), func.sum(per_voter.c.failed),
-               func.sum(per_voter.c.recent), func.min(per_voter.c.first))
+               func.sum(case((per_voter.c.gold > 0, 1), else_=0)),
+               func.sum(case((per_voter.c.failed > 0, 1), else_=0)))
         .join(per_voter, per_voter.c.voter_id == Voter.id)
         .group_by(Voter.continent, Voter.age_group, Voter.gender)).all()
     answers = {label: Counter() for label in ("continent", "age group", "gender")}
     for continent, age_group, gender, n, *_ in rows:
         for label, value in zip(answers, (continent, age_group, gender), strict=True):
             answers[label][value or "not given"] += n
-    voters = sum(row[3] for row in rows)
     gold = sum(int(row[4] or 0) for row in rows)
     failed = sum(int(row[5] or 0) for row in rows)
-    count = sum(int(row[6] or 0) for row in rows)
-    firsts = [row[7] for row in rows if row[7] is not None]
-    rate = None
-    if count and firsts:
-        rate = count / max((now - min(firsts)).total_seconds() / 3600, 1 / 60)
     return _People(
-        voters=voters,
+        voters=sum(row[3] for row in rows),
         demographics={label: sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
                       for label, counts in answers.items()},
         validation={"pairs": None, "voters": gold, "passed": gold - failed,
                     "failed": failed},
-        rate=rate)
+        rate=_rate(campaign, now))
+
+
+def _rate(campaign: Campaign, now: datetime) -> float | None:
+    """The campaign's votes per hour over the day before ``now`` (over less, when its first
+    vote of the day came later), or None without any."""
+    count, first = db.session.execute(
+        select(func.count(), func.min(Vote.created_at))
+        .where(_in_campaign(campaign), Vote.criterion.in_(CRITERIA),
+               Vote.created_at >= now - timedelta(hours=24), Vote.created_at < now)).one()
+    if not count:
+        return None
+    return count / max((now - first).total_seconds() / 3600, 1 / 60)

@@ -132,16 +132,22 @@ def export_votes_command(folder):
 @votes_group.command("rollup")
 @with_appcontext
 def rollup_votes_command():
-    """Add the votes stamped since the last run to the ranking rollups, up to the public
-    pages' cut-off, so rankings of every vote read them instead of the whole log. Run it
-    from a timer (every few minutes); it is idempotent and safe to run twice at once."""
+    """Add the votes stamped since the last run to the rollups, up to the public pages'
+    cut-off, so rankings and public counts of every vote read them instead of the whole
+    log; then take the period's public figures (the online Elo, the campaign list, each
+    published campaign's progress) if no page has yet. Run it from a timer (every few
+    minutes); it is idempotent and safe to run twice at once."""
     from arena.analysis import rollups
+    from arena.campaigns.progress import take_public_figures
 
     with click.progressbar(length=rollups.pending(), label="Rolling up votes") as bar:
         done = rollups.refresh(progress=lambda _criterion, votes: bar.update(votes))
     for step in done:
         click.echo(f"{step.criterion}: {step.votes:,d} votes added, rolled up to "
                    f"{step.through:%Y-%m-%d %H:%M:%S}")
+    campaigns = take_public_figures()
+    click.echo(f"this period's public figures taken: the online Elo, the campaign list and "
+               f"{campaigns:,d} campaigns' progress")
 
 
 COMMANDS = (rank_command, elo_group, votes_group)

@@ -8,13 +8,24 @@ from datetime import timedelta
 import numpy as np
 import pytest
 from flask import current_app
-from sqlalchemy import func, select, update
+from sqlalchemy import Integer, func, select, update
 
 from arena.analysis import published, rollups
 from arena.analysis.leaderboard import rank_counts, rank_models
 from arena.analysis.tallies import Slice, tally
+from arena.campaigns.progress import progress
 from arena.extensions import db
-from arena.models import RankingRollup, RollupVoterCell, Vote, utcnow
+from arena.models import (
+    Campaign,
+    Comparison,
+    Prompt,
+    PublishedFigures,
+    RankingRollup,
+    RollupComparison,
+    RollupVoterCell,
+    Vote,
+    utcnow,
+)
 from tests.factories import make_campaign, vote_as
 
 NOW = utcnow().replace(minute=30, second=0, microsecond=0)
@@ -31,14 +42,14 @@ def ctx_any(any_app):
 
 
 def _voters(count, seed, stamped_from, step=timedelta(minutes=7)):
-    """``count`` voters with tastes of their own; their votes restamped ``step`` apart from
-    ``stamped_from`` on (the log's order kept)."""
+    """``count`` voters with tastes (and countries) of their own; their votes restamped
+    ``step`` apart from ``stamped_from`` on (the log's order kept)."""
     rng = np.random.default_rng(seed)
     names = [f"model-{k}" for k in range(4)]
     first = db.session.scalar(select(func.coalesce(func.max(Vote.id), 0)))
     for k in range(count):
-        vote_as({}, list(rng.permutation(names)), sessions=int(rng.integers(1, 4)),
-                seed=seed * 100 + k)
+        vote_as({"country": ("KE", "BR", "DE")[k % 3]}, list(rng.permutation(names)),
+                sessions=int(rng.integers(1, 4)), seed=seed * 100 + k)
     ids = db.session.scalars(select(Vote.id).where(Vote.id > first).order_by(Vote.id)).all()
     for i, vote_id in enumerate(ids):
         db.session.execute(update(Vote).where(Vote.id == vote_id)
@@ -145,13 +156,94 @@ def test_two_refreshes_at_once_add_every_vote_once(pg_app):
         _same(_rolled(), want)
 
 
+def _log_counts(before, campaign_id):
+    """What the public counts are, from the whole log: per comparison its counted votes, and
+    per campaign voter (votes, gold answers, failed ones), stamped before ``before``."""
+    quota = dict(db.session.execute(
+        select(Vote.comparison_id, func.count())
+        .where(Vote.flags == 0, Vote.created_at < before).group_by(Vote.comparison_id)).all())
+    people = {row[0]: tuple(row[1:]) for row in db.session.execute(
+        select(Vote.voter_id, func.count(), func.sum(Vote.is_validation.cast(Integer)),
+               func.sum((Vote.is_validation & Vote.correct.is_(False)).cast(Integer)))
+        .join(Comparison, Comparison.id == Vote.comparison_id)
+        .where(Comparison.campaign_id == campaign_id, Vote.created_at < before)
+        .group_by(Vote.voter_id))}
+    return quota, people
+
+
+def _read_counts(before, campaign_id):
+    """The same, as the public pages read them (the rollup and the log past it)."""
+    quota = rollups.comparison_votes(before)
+    people = rollups.campaign_voters(campaign_id, before)
+    return (dict(db.session.execute(select(quota.c.comparison_id, quota.c.n)).all()),
+            {row[0]: tuple(row[1:]) for row in db.session.execute(select(people))})
+
+
+def _campaign_of_everything() -> Campaign:
+    """A published campaign holding every comparison."""
+    campaign = Campaign(name="all", prompt_set_id=db.session.scalar(select(Prompt.prompt_set_id)),
+                        criteria="preference", published_at=utcnow())
+    db.session.add(campaign)
+    db.session.flush()
+    db.session.execute(update(Comparison).values(campaign_id=campaign.id))
+    db.session.commit()
+    return campaign
+
+
+def _report(campaign, before):
+    report = progress(campaign, before=before)
+    return {name: getattr(report, name) for name in (
+        "criteria", "pairs", "votes_total", "voters", "demographics", "validation",
+        "most_skipped", "votes_per_hour")}
+
+
+def test_public_counts_read_the_rollup_and_give_the_logs(ctx_any):
+    current_app.config["VALIDATION_RATE"] = 0.5  # gold answers, passed and failed
+    campaign = _campaign_of_everything()
+    first = _voters(12, seed=8, stamped_from=CUTOFF - timedelta(days=2))
+    db.session.execute(update(Vote).where(Vote.id.in_(first[::5])).values(flags=1))
+    db.session.commit()
+    gold = db.session.scalar(select(func.count()).where(Vote.is_validation))
+    assert gold and db.session.scalar(select(func.count()).where(Vote.correct.is_(False)))
+    want = _report(campaign, CUTOFF)
+    assert want["voters"] == 12 and want["validation"]["failed"]
+
+    rollups.refresh(NOW, batch=9)
+    assert _read_counts(CUTOFF, campaign.id) == _log_counts(CUTOFF, campaign.id)
+    assert _report(campaign, CUTOFF) == want
+    # the pages read the rollup (a count changed in it shows), not the log
+    db.session.execute(update(RollupComparison).values(votes=RollupComparison.votes + 1000))
+    assert _read_counts(CUTOFF, campaign.id) != _log_counts(CUTOFF, campaign.id)
+    db.session.rollback()
+
+    # votes past the watermark, and one stored now with an earlier stamp
+    _voters(5, seed=9, stamped_from=CUTOFF + timedelta(seconds=1), step=timedelta(seconds=3))
+    _voters(1, seed=10, stamped_from=CUTOFF - timedelta(days=1), step=timedelta(0))
+    for before in (CUTOFF, NOW):
+        assert _read_counts(before, campaign.id) == _log_counts(before, campaign.id)
+    # a cut-off before the watermark cannot use the rollup: the log alone, still exact
+    early = CUTOFF - timedelta(days=1)
+    assert _read_counts(early, campaign.id) == _log_counts(early, campaign.id)
+    rollups.refresh(NOW + timedelta(hours=1))
+    later = NOW + timedelta(hours=1)
+    assert _read_counts(later, campaign.id) == _log_counts(later, campaign.id)
+    assert db.session.scalar(select(func.sum(RollupComparison.votes))) == (
+        db.session.scalar(select(func.count()).where(Vote.flags == 0)))
+
+
 def test_the_rollup_command_reports_what_it_added(app):
     with app.app_context():
         current_app.config["VALIDATION_RATE"] = 0.0
         make_campaign(n_prompts=2, n_models=4)
+        campaign = _campaign_of_everything().id
         stamps = _voters(4, seed=7, stamped_from=published.cutoff() - timedelta(days=1))
     first = app.test_cli_runner().invoke(args=["votes", "rollup"])
     assert first.exit_code == 0, first.output
     assert f"preference: {len(stamps):,d} votes added" in first.output
+    assert "the campaign list and 1 campaigns' progress" in first.output
+    with app.app_context():  # no page waits for them this period
+        taken = db.session.execute(select(PublishedFigures.kind, PublishedFigures.key)).all()
+        assert {("elo", published.ALL), ("campaigns", published.ALL),
+                ("progress", campaign)} <= set(taken)
     again = app.test_cli_runner().invoke(args=["votes", "rollup"])
     assert "preference: 0 votes added" in again.output

@@ -29,7 +29,8 @@ def test_the_scale_benchmark_prints_every_figure_at_each_size():
                    r"arena rank --intervals instant +[\d.]+ s",
                    r"rollup built from the log +[\d.]+ s +\([\d,]+ votes/s\)",
                    r"rollup refresh, [\d,]+ new votes +\d+ ms",
-                   r"progress page, hour's first +\d+ ms"):
+                   r"progress figures, whole log +\d+ ms", r"progress figures, rollup +\d+ ms",
+                   r"GET /campaigns/<name> +\d+ ms"):
         assert len(re.findall(figure, out)) == 2, (figure, out)
     admin = _pg_admin()
     left = admin.execute("SELECT count(*) FROM pg_database WHERE datname LIKE 'arena_scale_%'"
