@@ -170,17 +170,18 @@ def main() -> None:
         wal = admin.execute("SELECT pg_wal_lsn_diff(%s, %s)",
                             (after["wal"], before["wal"])).fetchone()[0]
         connections = len(backends())
+        limit = int(admin.execute("SHOW max_connections").fetchone()[0])
         if busy:
             print("note: other databases were busy during the run; WAL is the server's")
         report(args, meter, elapsed, all_ms, after["commits"] - before["commits"], float(wal),
-               connections)
+               connections, limit)
     finally:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
 
 
 def report(args, meter: Meter, elapsed: float, all_ms: float, commits: int, wal: float,
-           connections: int) -> None:
+           connections: int, limit: int) -> None:
     votes = len(meter.app["vote"])
     print(f"PostgreSQL, JSON API, {args.cycles} sessions of 3 votes "
           f"({elapsed:.1f} s, one voter at a time)")
@@ -198,7 +199,8 @@ def report(args, meter: Meter, elapsed: float, all_ms: float, commits: int, wal:
     pg_ms = backend_ms + own_ms
     print(f"\nper vote (its session and confirmations included): app {app_ms:.2f} ms CPU; "
           f"PostgreSQL {pg_ms:.2f} ms CPU ({backend_ms:.2f} serving, {own_ms:.2f} its own "
-          f"processes); {commits / votes:.1f} transactions; {wal / votes / 1024:.1f} KiB WAL")
+          f"processes); {commits / votes:.1f} transactions (read-only ones too); "
+          f"{wal / votes / 1024:.1f} KiB WAL")
     per_app_core = args.headroom * 1000 / app_ms
     per_pg_core = args.headroom * 1000 / pg_ms
     print(f"one core at {args.headroom:.0%}: app {per_app_core:,.0f} votes/s, "
@@ -212,7 +214,8 @@ def report(args, meter: Meter, elapsed: float, all_ms: float, commits: int, wal:
               f"{servers * SERVER['processes'] * SERVER['threads']:>13}"
               f"{rate * wal / votes / 1e6:>10.1f}")
     print(f"(an app server: {SERVER['cores']} cores, {SERVER['processes']} processes x "
-          f"{SERVER['threads']} threads, one connection per thread at most)")
+          f"{SERVER['threads']} threads, one connection per thread at most; this PostgreSQL "
+          f"takes {limit} connections: beyond, a pooler such as PgBouncer in transaction mode)")
 
 
 if __name__ == "__main__":
