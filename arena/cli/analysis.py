@@ -13,7 +13,8 @@ from flask.cli import with_appcontext
 @click.option("--criterion", type=click.Choice(["preference", "coherence", "alignment"]),
               help="Criterion to rank (required unless --votes is given).")
 @click.option("--votes", "votes_file", type=click.Path(exists=True, dir_okay=False,
-              path_type=Path), help="Rank an external CSV, JSON lines or Parquet file of left,right,winner votes.")
+              path_type=Path), help="Rank an external CSV, JSON lines or Parquet file of "
+              "left,right,winner votes.")
 @click.option("--method", type=click.Choice(["bt", "elo"]), default="bt", show_default=True)
 @click.option("--bootstrap", "rounds", type=click.IntRange(0, 100_000), default=1000,
               show_default=True, help="Bootstrap rounds for the 95% intervals (0: none).")
