@@ -55,6 +55,7 @@ class Ranking:
     intervals: str | None = None
     cluster: str | None = None  # what the intervals resample: voter, prompt, none (votes)
     units: int | None = None  # how many of them
+    effective_units: float | None = None  # what they are worth as equal ones (a few heavy)
     effective_votes: float | None = None  # Kish's effective size when reweighted
     flags: list[str] = field(default_factory=list)
     slice: dict = field(default_factory=dict)
@@ -112,6 +113,7 @@ def rank_counts(
         intervals=intervals if spread is not None else None,
         cluster=None if spread is None else (cluster if resample == "unit" else "none"),
         units=sub.n_units if resample == "unit" else None,
+        effective_units=sub.effective_units() if resample == "unit" else None,
         effective_votes=sub.effective_size(calibration) if calibration is not None else None,
         prob_ahead=_reorder(spread.prob_ahead, order) if spread else None,
         wins=_reorder(weighted, order))
@@ -151,6 +153,11 @@ def _flags(idle, fit, spread, active_names, ranking: Ranking, cluster: str) -> l
         if ranking.units < least:
             flags.append(f"intervals resample {ranking.units} units (fewer than {least}): "
                          "too few for clustered intervals to be trusted")
+        elif ranking.effective_units < least:
+            flags.append(f"intervals resample {ranking.units} units, but a few cast most "
+                         f"votes: they are worth {ranking.effective_units:.0f} of equal size "
+                         f"(fewer than {least}), too few for clustered intervals to be "
+                         "trusted")
     if ranking.effective_votes is not None and ranking.total_votes:
         flags.append(f"reweighted: the votes are worth {ranking.effective_votes:,.0f} "
                      f"unweighted ones (effective sample size, of {ranking.total_votes:,d})")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from arena.ranking.pairs import PairCounts
+from arena.ranking.pairs import PairCounts, effective_units
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,11 @@ class PairMoments:
         n_units = int(np.unique(unit).size)
         return cls(n_items, cells // n_items, cells % n_items, pooled,
                    cross_products(unit, cell.ravel(), counts, cells.size), n_units)
+
+    def effective_units(self) -> float:
+        """As :meth:`PairCounts.effective_units`: a unit's votes squared, summed, are the sum
+        of its cross products."""
+        return effective_units(self.counts.sum(), self.cross.sum())
 
     def pooled(self) -> PairCounts:
         """The pooled outcomes as one unit (the point estimate and the vote-level variance)."""

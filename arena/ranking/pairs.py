@@ -172,6 +172,12 @@ class PairCounts:
         return np.bincount(self.unit, weights=self.ab + self.ba + self.tie,
                            minlength=self.n_units)
 
+    def effective_units(self) -> float:
+        """How many units of equal size the units' votes are worth (see
+        :func:`effective_units`)."""
+        totals = self.unit_totals()
+        return effective_units(totals.sum(), (totals ** 2).sum())
+
     def unit_cells(self) -> sparse.csr_matrix:
         """Units x (n*n) cells of the half-win matrix: ``unit_weights @ unit_cells()`` is
         the flattened win matrix of any reweighting of the units."""
@@ -191,3 +197,11 @@ class PairCounts:
         zeros = np.zeros(cells.size, dtype=np.int64)
         return PairCounts(n, zeros, cells // n, cells % n, sums[:, 0], sums[:, 1],
                           sums[:, 2], 1 if cells.size else 0)
+
+
+def effective_units(votes: float, squares: float) -> float:
+    """``(sum n_u)^2 / sum n_u^2`` over units casting ``n_u`` votes each: their number when
+    all cast alike, far fewer when a few cast most (three voters with a fifth each: under
+    ten, however many others vote). Clustered intervals need many effective units, not many
+    units."""
+    return float(votes ** 2 / squares) if squares > 0 else 0.0

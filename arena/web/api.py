@@ -311,7 +311,8 @@ def leaderboard():
     return jsonify(
         criterion=criterion, method=ranking.method, total_votes=ranking.total_votes,
         bootstrap_rounds=ranking.bootstrap_rounds, intervals=ranking.intervals,
-        cluster=ranking.cluster, units=ranking.units, effective_votes=ranking.effective_votes,
+        cluster=ranking.cluster, units=ranking.units, effective_units=ranking.effective_units,
+        effective_votes=ranking.effective_votes,
         flags=ranking.flags, slice=ranking.slice,
         models=[{k: exports.clean(v) for k, v in r.items()} for r in ranking.records()])
 

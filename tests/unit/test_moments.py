@@ -74,3 +74,18 @@ def test_cross_products_update_by_difference(votes, split):
     mask_old = touched & (np.arange(len(votes)) < split)
     before_t = cross_products(unit[mask_old], cell[mask_old], ones[mask_old], 16)
     assert np.array_equal((before + after_t - before_t).toarray(), everything.toarray())
+
+
+def test_effective_units_count_heavy_voters_as_few():
+    # three voters with 60, 20 and 20 votes: 100^2 / (3600 + 400 + 400)
+    heavy = PairCounts.from_outcomes([0] * 100, [1] * 100, 2, units=[0] * 60 + [1] * 20 + [2] * 20)
+    assert heavy.effective_units() == pytest.approx(10_000 / 4_400)
+    even = PairCounts.from_outcomes([0] * 90, [1] * 90, 2, units=np.repeat(np.arange(9), 10))
+    assert even.effective_units() == pytest.approx(9)
+    winners, losers, voter = clustered_votes(5, 2_000, 30, spread=0.5, seed=6)
+    counts, moments = _both(winners, losers, voter, 5)
+    assert moments.effective_units() == pytest.approx(counts.effective_units(), rel=1e-12)
+    items = np.array([3, 1, 4])
+    assert moments.restricted(items).effective_units() == pytest.approx(
+        counts.restricted(items).effective_units(), rel=1e-12)
+    assert counts.effective_units() <= counts.n_units
