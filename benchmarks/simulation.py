@@ -75,6 +75,7 @@ class Design:
     allocation: str = "balanced"  # or "unbalanced": the top models shown ~3x as often
     tie_rate: float = 0.0  # how often two equal models tie (Davidson's model)
     careless: float = 0.0  # share of voters who answer at random
+    heavy: tuple[float, ...] = ()  # shares of the votes cast by a few heavy voters
     taste: float = 0.0  # sd of each voter's own liking of each model (log units)
     prompts: int = 50
     prompt_effect: float = 0.0  # sd of how much each model suits each prompt
@@ -139,7 +140,11 @@ class Design:
         for s, (size, shift) in enumerate(zip(sizes, shifts, strict=True)):
             voters = max(1, round(self.voters * size / sum(sizes)))
             activity = rng.lognormal(0, 1, voters)  # some voters vote a lot more
-            voter = rng.choice(voters, size=size, p=activity / activity.sum())
+            share = activity / activity.sum()
+            if self.heavy:  # (the first voters cast these shares, the rest the remainder)
+                rest = share[len(self.heavy):]
+                share = np.concatenate([self.heavy, rest / rest.sum() * (1 - sum(self.heavy))])
+            voter = rng.choice(voters, size=size, p=share)
             taste = self.taste * rng.normal(0, 1, (voters, self.items))
             careless = rng.random(voters) < self.careless
             prompt = rng.integers(0, self.prompts, size)
@@ -242,7 +247,7 @@ def _interval(method, design, raw, data, fit, calibration, rounds, rng):
                            rng=rng, fit=fit)
     elif method == "instant":
         result = instant_intervals(data, fit, resample=resample, calibration=calibration,
-                                   rng=rng)
+                                   rng=rng, few_units=True)  # (as the leaderboard shows them)
     elif method == ELO:
         units = {"voter": raw.voter, "prompt": raw.prompt}.get(design.cluster)
         boot = elo_bootstrap(raw.winners, raw.losers, design.items, ties=raw.ties,
@@ -266,14 +271,16 @@ def _split(data: PairCounts):
 
 
 def coverage(design: Design, replicates: int = 200, rounds: int = 500,
-             methods=METHODS, seed: int = 0, progress=None) -> Coverage:
+             methods=METHODS, seed: int = 0, progress=None, elo_draws: int = 1000
+             ) -> Coverage:
     """Simulate ``replicates`` studies of ``design`` and check each method's intervals
     (Bradley-Terry's against :meth:`Design.estimand`, Elo's against :func:`elo_estimand`,
-    Davidson's against the generating strengths, which it models exactly)."""
+    Davidson's against the generating strengths, which it models exactly; Elo's target is
+    averaged over ``elo_draws`` studies)."""
     truths = {}
     for method in methods:
         if method == ELO:
-            centred = elo_estimand(design)
+            centred = elo_estimand(design, draws=elo_draws)
             truths[method] = (centred, centred)
         elif method == DAVIDSON:
             theta = design.strengths - design.strengths.mean()
@@ -332,6 +339,10 @@ def designs() -> list[Design]:
         replace(base, name="careless voters (20%) + tastes", careless=0.2, taste=0.5),
         replace(base, name="prompt effects, clustered by prompt", prompt_effect=0.6,
                 prompts=40, cluster="prompt"),
+        replace(base, name="3 heavy voters (20% each), 15% careless, tastes, 2k votes",
+                heavy=(0.2, 0.2, 0.2), careless=0.15, taste=0.5),
+        replace(base, name="3 heavy voters (20% each), 15% careless, tastes, 20k votes",
+                heavy=(0.2, 0.2, 0.2), careless=0.15, taste=0.5, votes=20_000, voters=2_000),
         strata,
         replace(strata, name="post-stratified, cells 3000/600/30 as published (held < 100)",
                 min_cell_votes=100),

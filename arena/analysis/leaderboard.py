@@ -128,7 +128,7 @@ def _intervals(sub, fit, intervals, rounds, rng, resample, calibration):
         return None
     if intervals == "instant":
         return instant_intervals(sub, fit, resample=resample, calibration=calibration,
-                                 level=LEVEL, rng=rng)
+                                 level=LEVEL, rng=rng, few_units=True)
     if rounds <= 0:
         return None
     return bootstrap(sub, rounds=rounds, rng=rng, resample=resample, calibration=calibration,

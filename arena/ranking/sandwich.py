@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
-from scipy.special import expit, ndtr, ndtri
+from scipy.special import expit, ndtr, ndtri, stdtrit
 
 from arena.ranking import ranks
 from arena.ranking.bradley_terry import ELO_SCALE, LOG10, BTResult
@@ -51,19 +51,24 @@ class InstantResult:
 
 def instant_intervals(data, fit: BTResult, *, resample: str | None = None,
                       calibration: Calibration | None = None, level: float = 0.95,
-                      draws: int = 4000, rng: np.random.Generator | None = None
-                      ) -> InstantResult:
+                      draws: int = 4000, rng: np.random.Generator | None = None,
+                      few_units: bool = False) -> InstantResult:
     """Sandwich intervals around ``fit`` (the :func:`bradley_terry` fit of ``data``, a
     :class:`PairCounts`, a :class:`PairMoments` or a win matrix).
 
     ``resample`` "unit" clusters by ``data``'s units (the default when there are several),
-    "vote" treats votes as independent. Raises ValueError for a level outside (0, 1) or a
+    "vote" treats votes as independent. ``few_units``: clustered intervals as wide as
+    Student's t with ``G - 1`` degrees of freedom makes them, ``G`` the units' effective
+    number (:meth:`PairCounts.effective_units`), instead of the normal's: a handful of heavy
+    units make the sandwich too small. Raises ValueError for a level outside (0, 1) or a
     fit of another size."""
     if not 0 < level < 1:
         raise ValueError("level must be between 0 and 1")
     moments = data if isinstance(data, PairMoments) else None
+    effective = None
     if moments is not None:
         resample = resample or ("unit" if moments.n_units > 1 else "vote")
+        effective = moments.effective_units()
         data = moments.pooled()
     elif not isinstance(data, PairCounts):
         data = PairCounts.from_matrix(data)
@@ -84,6 +89,11 @@ def instant_intervals(data, fit: BTResult, *, resample: str | None = None,
     inverse = np.linalg.pinv(bread, hermitian=True)
     centre = np.eye(n) - 1.0 / n
     covariance = centre @ inverse @ meat @ inverse @ centre
+    if few_units and resample == "unit":
+        effective = data.effective_units() if effective is None else effective
+        if effective > 1:  # (one degree of freedom at least: t's tails are finite)
+            q = 0.5 + level / 2.0
+            covariance = covariance * (stdtrit(max(effective - 1.0, 1.0), q) / ndtri(q)) ** 2
     return _summarise(fit, covariance, level, draws, rng, resample)
 
 

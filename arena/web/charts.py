@@ -35,8 +35,7 @@ def interval_chart(ranking: Ranking, width: int = 420, row: int = 26, label: int
     def x(value: float) -> float:
         return round(label + (value - lo) / (hi - lo) * plot, 1)
 
-    step = next(s for s in (5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
-                if (hi - lo) / s <= 6)
+    step = _tick_step(hi - lo)
     first = int(lo // step + 1) * step
     ticks = [{"x": x(v), "label": f"{v:g}"} for v in range(first, int(hi) + 1, step)]
     rows = [{"model": m.model, "y": 20 + i * row, "x": x(m.rating), "x_low": x(low),
@@ -44,6 +43,17 @@ def interval_chart(ranking: Ranking, width: int = 420, row: int = 26, label: int
             for i, (m, low, high) in enumerate(zip(rated, lows, highs, strict=True))]
     return {"rows": rows, "width": width, "height": 30 + len(rows) * row, "ticks": ticks,
             "label_width": label}
+
+
+def _tick_step(span: float) -> int:
+    """The first of 5, 10, 20, 25, 50 times a power of ten that cuts ``span`` (Elo points)
+    into at most six: the intervals of a few voters can span thousands."""
+    scale = 1
+    while True:
+        for step in (5, 10, 20, 25, 50):
+            if span / (step * scale) <= 6 or scale >= 10 ** 12:
+                return step * scale
+        scale *= 10
 
 
 def heatmap(ranking: Ranking, cell: int = 44, label: int = 150) -> dict:

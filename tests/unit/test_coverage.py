@@ -52,7 +52,7 @@ def test_smoke_elo_and_davidson_intervals():
     from benchmarks.simulation import DAVIDSON, ELO
 
     design = Design("ties", items=5, votes=1200, voters=120, tie_rate=0.4)
-    result = coverage(design, replicates=10, rounds=100, methods=(ELO, DAVIDSON))
+    result = coverage(design, replicates=10, rounds=100, methods=(ELO, DAVIDSON), elo_draws=200)
     for method in (ELO, DAVIDSON):
         assert 0.7 <= result.covered[method] <= 1.0, result.covered
 

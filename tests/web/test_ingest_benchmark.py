@@ -14,10 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# (each HTTP client of the load generator once: python-requests, the default, and
-# geventhttpclient's with --client fast)
-@pytest.mark.parametrize("flow", [["--against", "HEAD"], ["--html", "--client", "fast"]],
-                         ids=["api", "htmx"])
+# (the JSON API with python-requests, the default client, against the committed code; the
+# htmx flow is smoke-tested through benchmarks/request_cost.py, which shares its pages)
+@pytest.mark.parametrize("flow", [["--against", "HEAD"]], ids=["api"])
 def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
     done = subprocess.run(
         [sys.executable, "benchmarks/ingest.py", "--only", "sqlite", "--seconds", "2",
@@ -41,7 +40,8 @@ def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
     # (two turns each, Arena, ceiling, ceiling, Arena: a ratio for each round)
     assert "2 alternating round(s)" in out, out
     by_round = re.search(r"ratio by round: ([\d.]+), ([\d.]+)$", out, re.M)
-    assert by_round and all(0 < float(r) < 5 for r in by_round.groups()), out
+    # (a round of two seconds on a loaded machine may see no vote at all)
+    assert by_round and all(0 <= float(r) < 5 for r in by_round.groups()), out
     # each round's p99 beside the run's, to show how far it moves on its own
     total = re.search(r"^\s+vote\s+[\d.]+\s+\d+\s+[\d.]+\s+([\d.]+)\s", out, re.M)
     rounds = re.search(r"app p99 of a vote by round: ([\d.]+), ([\d.]+) ms$", out, re.M)
