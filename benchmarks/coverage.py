@@ -1,6 +1,7 @@
 """The coverage harness: every interval Arena publishes, checked against known truth.
 
     .venv/bin/python benchmarks/coverage.py [--replicates 400] [--rounds 400] [--only TEXT]
+                                            [--methods bootstrap,instant,...]
 
 For each design of ``benchmarks.simulation.designs()`` (balanced and unbalanced pairs, 2k
 and 20k votes, 40% ties, careless voters with tastes of their own, prompt effects, unequal
@@ -8,8 +9,9 @@ post-stratification cells) it simulates ``--replicates`` studies from known stre
 prints, per method, the share of models whose 95% interval covered the truth (target 93-97%),
 the mean width in Elo points, the share of studies where every interval of the table covered
 at once, the share where every model's true rank was inside its rank set, and the share where
-a tier put a truly worse model ahead of a better one. "old bootstrap" is what Arena did
-before issue 10, shown for comparison. Elo's intervals are checked on the same designs
+a tier put a truly worse model ahead of a better one. "old bootstrap" (single votes resampled)
+and "instant normal" (the sandwich with the normal's quantiles, not Student's t with the
+effective units) are shown for comparison. Elo's intervals are checked on the same designs
 (against Elo averaged over orders), Davidson's on the tie designs (against the generating
 strengths), then HYPE-infinity (two-way bootstrap, against evaluators only) and HYPE-time
 (the psychometric fit, against the paper's figure: coverage, width and bias). One run,
@@ -30,6 +32,7 @@ from benchmarks.simulation import (
     DAVIDSON,
     ELO,
     METHODS,
+    NORMAL,
     OLD,
     coverage,
     designs,
@@ -45,7 +48,13 @@ def main() -> None:
     parser.add_argument("--slow-replicates", type=int, default=200,
                         help="for Elo, Davidson and HYPE-time, whose rounds refit or replay")
     parser.add_argument("--only", help="run the designs whose name contains this")
+    everything = (*METHODS, NORMAL, OLD, ELO, DAVIDSON)
+    parser.add_argument("--methods", default=",".join(everything),
+                        help=f"comma-separated, among: {', '.join(everything)} (default all)")
     args = parser.parse_args()
+    chosen = [m.strip() for m in args.methods.split(",")]
+    if set(chosen) - set(everything):
+        parser.error(f"--methods: choose among {', '.join(everything)}")
     names = [design.name for design in (*designs(), *hype_designs())]
     if args.only and not any(args.only in name for name in names):
         parser.error(f"--only {args.only!r} matches no design; the designs are: "
@@ -58,19 +67,20 @@ def main() -> None:
         if args.only and args.only not in design.name:
             continue
         t0 = time.perf_counter()
-        result = coverage(design, args.replicates, args.rounds, methods=(*METHODS, OLD))
-        slow = [ELO] if not design.cells else []
-        slow += [DAVIDSON] if design.tie_rate else []
+        fast = [m for m in (*METHODS, NORMAL, OLD) if m in chosen]
+        result = coverage(design, args.replicates, args.rounds, methods=fast)
+        slow = [ELO] if not design.cells and ELO in chosen else []
+        slow += [DAVIDSON] if design.tie_rate and DAVIDSON in chosen else []
         for method in slow:  # Elo: 1,000 replays; Davidson: 200 refits
             extra = coverage(design, args.slow_replicates, 1000 if method == ELO else 200,
                              methods=(method,), seed=1)
             for field in ("covered", "width", "all_covered", "rank_sets", "tier_errors"):
                 getattr(result, field).update(getattr(extra, field))
-        for method in (*METHODS, OLD, *slow):
+        for method in (*fast, *slow):
             print(f"{design.name:58s} {method:14s} {result.covered[method]:8.1%} "
                   f"{result.width[method]:7.1f} {result.all_covered[method]:11.1%} "
                   f"{result.rank_sets[method]:9.1%} {result.tier_errors[method]:11.1%}")
-            if method != OLD:
+            if method not in (OLD, NORMAL):
                 worst[(design.name, method)] = result.covered[method]
         print(f"{'':58s} ({time.perf_counter() - t0:.0f} s)", flush=True)
     print(f"\n{'HYPE design':46s} {'method':16s} {'truth':>7s} {'covered':>8s} {'width':>7s} "

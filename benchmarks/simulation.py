@@ -198,6 +198,8 @@ METHODS = ("bootstrap", "instant")
 # its cells were independent decisive votes -- no voters, ties as two half wins, weights as
 # counts.
 OLD = "old bootstrap"
+# The sandwich with the normal's quantiles, as Arena gave it before it counted effective units.
+NORMAL = "instant normal"
 
 
 @dataclass
@@ -245,9 +247,9 @@ def _interval(method, design, raw, data, fit, calibration, rounds, rng):
     elif method == "bootstrap":
         result = bootstrap(data, rounds=rounds, resample=resample, calibration=calibration,
                            rng=rng, fit=fit)
-    elif method == "instant":
+    elif method in ("instant", NORMAL):  # (the first as the leaderboard shows them)
         result = instant_intervals(data, fit, resample=resample, calibration=calibration,
-                                   rng=rng, few_units=True)  # (as the leaderboard shows them)
+                                   rng=rng, few_units=method == "instant")
     elif method == ELO:
         units = {"voter": raw.voter, "prompt": raw.prompt}.get(design.cluster)
         boot = elo_bootstrap(raw.winners, raw.losers, design.items, ties=raw.ties,

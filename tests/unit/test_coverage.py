@@ -68,3 +68,13 @@ def test_smoke_hype_designs():
     timed = hype_coverage(HypeDesign("t", mode="time", evaluators=8, evaluator_sd=0.2,
                                      block_trials=80), replicates=4, rounds=300)
     assert abs(timed.bias["fit"]) < 0.1
+
+
+def test_heavy_voters_widen_the_sandwich_by_their_effective_number():
+    from benchmarks.simulation import NORMAL
+
+    design = next(d for d in designs() if d.name.startswith("3 heavy voters") and "2k" in d.name)
+    result = coverage(design, replicates=30, methods=("instant", NORMAL))
+    # about eight effective voters: Student's t with seven degrees of freedom, not the normal
+    assert 1.15 < result.width["instant"] / result.width[NORMAL] < 1.3
+    assert result.covered["instant"] >= result.covered[NORMAL]
