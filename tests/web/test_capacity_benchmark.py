@@ -18,7 +18,7 @@ from tests.web.servers import ROOT
 def test_the_capacity_benchmark_prints_its_model():
     _pg_admin().close()  # (skips, or fails under ARENA_REQUIRE_POSTGRES, without PostgreSQL)
     done = subprocess.run(
-        [sys.executable, "benchmarks/capacity.py", "--prompts", "4", "--cycles", "30",
+        [sys.executable, "benchmarks/capacity.py", "--prompts", "4", "--cycles", "12",
          "--warmup", "2", "--postgres", PG_URL, "--set", "DEMO_IMAGES_PER_MODEL=2",
          "--set", "GOLD_MAX_DAMAGED=4", "--set", "PRESENT_SIZES=[384]"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
