@@ -41,7 +41,7 @@ from pathlib import Path
 
 import psycopg
 from harness import scratch_dir
-from request_cost import STATEMENTS, WARMUP, prepare
+from request_cost import STATEMENTS, WARMUP, drive_arena, prepare
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
@@ -85,6 +85,10 @@ class Meter:
         self.backends = backends
         self.app, self.db, self.statements = (defaultdict(list) for _ in range(3))
 
+    def clear(self) -> None:
+        for kept in (self.app, self.db, self.statements):
+            kept.clear()
+
     def __call__(self, name: str, call):
         app, db = time.process_time(), cpu_ticks(self.backends())
         response = call()
@@ -94,31 +98,6 @@ class Meter:
         if match:
             self.statements[name].append(int(match[1]))
         return response
-
-
-def drive(client, meter: Meter, cycles: int, warmup: int) -> None:
-    """The JSON API's voter flow, as benchmarks/request_cost.py drives it."""
-    token = None
-    for n in range(warmup + cycles):
-        if n == warmup:
-            for kept in (meter.app, meter.db, meter.statements):
-                kept.clear()
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        response = meter("session", lambda h=headers: client.post(
-            "/api/v1/sessions", json={}, headers=h))
-        if response.status_code != 201:
-            raise SystemExit(f"session refused: {response.status_code} {response.text}")
-        body = response.get_json()
-        token = token or body["voter_token"]
-        headers = {"Authorization": f"Bearer {token}"}
-        for item in body["tasks"]:
-            task = f"/api/v1/tasks/{item['task_id']}"
-            if item["prompt"] is not None:
-                meter("read", lambda t=task, h=headers: client.post(f"{t}/read", headers=h))
-            response = meter("vote", lambda t=task, h=headers: client.post(
-                f"{t}/vote", headers=h, json={"choice": "left", "response_ms": 1500}))
-            if response.status_code != 201:
-                raise SystemExit(f"vote refused: {response.status_code} {response.text}")
 
 
 def rating_holds(engine) -> list[float]:
@@ -181,14 +160,14 @@ def main() -> None:
         client.get("/api/v1/health/ready")
         pids = backends()  # (the app's pooled connections, after its first request)
         meter = Meter(lambda: pids)
-        drive(client, meter, 0, args.warmup)
+        drive_arena(env, 0, client, warmup=args.warmup, measure=meter)
         holds.clear()
         pids[:] = backends()
         everything = server_processes(admin, name)
         busy = others_busy(admin, name)
         before_all, before = cpu_ticks(everything), database_totals(admin, name)
         started = time.perf_counter()
-        drive(client, meter, args.cycles, 0)
+        drive_arena(env, args.cycles, client, warmup=0, measure=meter)
         elapsed = time.perf_counter() - started
         busy += others_busy(admin, name)
         time.sleep(1.5)  # (a backend reports its transactions to the statistics within 1 s)

@@ -70,22 +70,27 @@ def timed(times: dict, statements: dict, name: str, call):
 WARMUP = 30  # sessions before the counted ones: connections, caches, the planner's statistics
 
 
-def drive_arena(env: dict, cycles: int, client=None, warmup: int = WARMUP
+def drive_arena(env: dict, cycles: int, client=None, warmup: int = WARMUP, measure=None
                 ) -> tuple[dict, dict]:
-    """The JSON API's voter flow against Arena (or ``client``'s app: the protocol floor)."""
+    """The JSON API's voter flow against Arena (or ``client``'s app: the protocol floor).
+    Each request goes through ``measure(name, call)`` when given (its ``clear()`` called
+    after the warm-up), else is timed into the (times, statements) returned."""
     if client is None:
         os.environ.update(env)
         from arena import create_app
 
         client = create_app().test_client()
     times, statements = defaultdict(list), defaultdict(list)
+    timed_here = measure or partial(timed, times, statements)
     token = None
     for n in range(warmup + cycles):
         if n == warmup:
             times.clear()
             statements.clear()
+            if measure is not None:
+                measure.clear()
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        response = timed(times, statements, "session",
+        response = timed_here("session",
                          lambda h=headers: client.post("/api/v1/sessions", json={}, headers=h))
         if response.status_code != 201:
             raise SystemExit(f"session refused: {response.status_code} {response.text}")
@@ -95,9 +100,9 @@ def drive_arena(env: dict, cycles: int, client=None, warmup: int = WARMUP
         for item in body["tasks"]:
             task = f"/api/v1/tasks/{item['task_id']}"
             if item["prompt"] is not None:
-                timed(times, statements, "read",
+                timed_here("read",
                       lambda t=task, h=headers: client.post(f"{t}/read", headers=h))
-            response = timed(times, statements, "vote", lambda t=task, h=headers: client.post(
+            response = timed_here("vote", lambda t=task, h=headers: client.post(
                 f"{t}/vote", headers=h, json={"choice": "left", "response_ms": 1500}))
             if response.status_code != 201:
                 raise SystemExit(f"vote refused: {response.status_code} {response.text}")
