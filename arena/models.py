@@ -364,6 +364,18 @@ class RollupVoterCell(db.Model):
     votes: Mapped[int] = mapped_column(Integer)
 
 
+class RollupPromptCell(db.Model):
+    """A prompt's counted votes for one ordered model pair in a :class:`RankingRollup`: as
+    :class:`RollupVoterCell`, for the prompts' cross products (two-way clustering)."""
+
+    __tablename__ = "rollup_prompt_cell"
+    criterion: Mapped[str] = mapped_column(String(20), primary_key=True)
+    prompt_id: Mapped[int] = mapped_column(Integer, primary_key=True)  # -1: none
+    winner_model_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    loser_model_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    votes: Mapped[int] = mapped_column(Integer)
+
+
 class RollupComparison(db.Model):
     """A comparison's votes that fill its quota (``flags == 0``) in its criterion's
     :class:`RankingRollup`: what the public counts read instead of the log."""

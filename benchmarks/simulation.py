@@ -53,6 +53,9 @@ class Data:
     stratum: np.ndarray
 
     def counts(self, n_items: int, cluster: str, strata: bool) -> PairCounts:
+        if cluster == "voter+prompt":
+            return PairCounts.crossed(n_items, self.voter, self.prompt, self.winners,
+                                      self.losers, np.ones(self.winners.size), self.ties)
         units = {"voter": self.voter, "prompt": self.prompt, "none": None}[cluster]
         if strata and units is not None and cluster == "prompt":
             units = units * (self.stratum.max() + 1) + self.stratum  # prompts split by cell
@@ -83,7 +86,7 @@ class Design:
     cell_shift: tuple[float, ...] = ()  # each cell scales the strengths by (1 + shift)
     targets: tuple[float, ...] = ()  # population share of each cell
     min_cell_votes: int = 0  # cells with fewer votes keep their sample share (as published)
-    cluster: str = "voter"
+    cluster: str = "voter+prompt"  # as Arena clusters by default
     population: int = 40_000  # draws of voters and prompts for the estimand
 
     @property
@@ -250,13 +253,14 @@ def _interval(method, design, raw, data, fit, calibration, rounds, rng):
     elif method in ("instant", NORMAL):  # (the first as the leaderboard shows them)
         result = instant_intervals(data, fit, resample=resample, calibration=calibration,
                                    rng=rng, few_units=method == "instant")
-    elif method == ELO:
-        units = {"voter": raw.voter, "prompt": raw.prompt}.get(design.cluster)
+    elif method == ELO:  # (Elo and Davidson cluster one way: voters, as Arena does)
+        units = {"prompt": raw.prompt, "none": None}.get(design.cluster, raw.voter)
         boot = elo_bootstrap(raw.winners, raw.losers, design.items, ties=raw.ties,
                              units=units, rounds=rounds, params=ELO_PARAMS, rng=rng)
         sets = ranks.from_normal(boot.mean, boot.covariance, rng=rng)
         return boot.low - ELO_PARAMS.initial, boot.high - ELO_PARAMS.initial, sets
     else:  # Davidson
+        data = data.way(0) if data.ways is not None else data
         boot = davidson_bootstrap(data, rounds=rounds, resample=resample, rng=rng)
         point = davidson(*_split(data)).log_strengths
         return boot.low - 1000.0, boot.high - 1000.0, ranks.from_samples(point, boot.samples)
@@ -341,6 +345,10 @@ def designs() -> list[Design]:
         replace(base, name="careless voters (20%) + tastes", careless=0.2, taste=0.5),
         replace(base, name="prompt effects, clustered by prompt", prompt_effect=0.6,
                 prompts=40, cluster="prompt"),
+        replace(base, name="prompt effects (60 prompts), 2k votes", prompt_effect=0.6,
+                prompts=60),
+        replace(base, name="prompt effects (60 prompts), 20k votes", prompt_effect=0.6,
+                prompts=60, votes=20_000, voters=2_000),
         replace(base, name="3 heavy voters (20% each), 15% careless, tastes, 2k votes",
                 heavy=(0.2, 0.2, 0.2), careless=0.15, taste=0.5),
         replace(base, name="3 heavy voters (20% each), 15% careless, tastes, 20k votes",

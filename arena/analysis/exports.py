@@ -104,7 +104,8 @@ def to_table(ranking: Ranking) -> str:
         title += ", instant (sandwich) intervals"
     if ranking.cluster:
         title += (", resampling single votes" if ranking.cluster == "none"
-                  else f", resampling {ranking.units:,d} {ranking.cluster}s")
+                  else f", resampling {ranking.units:,d} voters and {ranking.prompts:,d} prompts"
+                  if ranking.prompts else f", resampling {ranking.units:,d} {ranking.cluster}s")
     head = [title]
     if ranking.slice:
         head.append("slice: " + ", ".join(f"{k}={v}" for k, v in ranking.slice.items()))

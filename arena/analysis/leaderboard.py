@@ -8,7 +8,7 @@ of votes costs one aggregation query and a fit on the aggregated rows.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
@@ -16,7 +16,15 @@ from flask import current_app
 from sqlalchemy import select
 
 from arena.analysis import published, rollups
-from arena.analysis.tallies import RankingError, Slice, Tally, models, tally, vote_filter
+from arena.analysis.tallies import (
+    TWO_WAY,
+    RankingError,
+    Slice,
+    Tally,
+    models,
+    tally,
+    vote_filter,
+)
 from arena.config import check_criterion
 from arena.extensions import db
 from arena.models import Comparison, EloRating, GenModel, Vote
@@ -53,8 +61,10 @@ class Ranking:
     total_votes: int
     bootstrap_rounds: int
     intervals: str | None = None
-    cluster: str | None = None  # what the intervals resample: voter, prompt, none (votes)
-    units: int | None = None  # how many of them
+    cluster: str | None = None  # what the intervals resample: voter+prompt, voter, prompt,
+    # none (votes)
+    units: int | None = None  # how many of them (voters, for voter+prompt)
+    prompts: int | None = None  # for voter+prompt: how many prompts
     effective_units: float | None = None  # what they are worth as equal ones (a few heavy)
     effective_votes: float | None = None  # Kish's effective size when reweighted
     flags: list[str] = field(default_factory=list)
@@ -75,7 +85,7 @@ def rank_counts(
     rounds: int = 1000,
     rng: np.random.Generator | None = None,
     intervals: str = "bootstrap",
-    cluster: str = "voter",
+    cluster: str = TWO_WAY,
     calibration=None,
     online_elo: dict[str, float] | None = None,
     criterion: str | None = None,
@@ -84,8 +94,10 @@ def rank_counts(
     """Bradley-Terry ranking of ``names`` from ``data`` (:class:`PairCounts`), with 95%
     intervals from a ``rounds``-round bootstrap (``intervals="bootstrap"``, none when rounds
     is 0) or the sandwich variance (``"instant"``), both resampling ``data``'s units (which
-    are ``cluster``: voters, prompts) or single votes (``cluster="none"``, or when there is
-    only one unit), and both re-weighting by ``calibration`` when given. Models without any
+    are ``cluster``: voters and prompts at once, voters, prompts) or single votes
+    (``cluster="none"``, or when there is only one unit), and both re-weighting by
+    ``calibration`` when given. Two-way data whose prompts (or voters) do not vary is
+    clustered the other way alone. Models without any
     vote come last, flagged (left out with ``include_idle=False``: public pages do not list
     models nobody has voted on, which may not have been announced)."""
     if intervals not in INTERVALS:
@@ -97,6 +109,7 @@ def rank_counts(
     sub = data.restricted(active)
     weighted = sub.weighted_matrix(calibration)
     fit = bradley_terry(weighted)
+    cluster = _one_way(sub, cluster)
     resample = "unit" if cluster != "none" and sub.n_units > 1 else "vote"
     spread = _intervals(sub, fit, intervals, rounds, rng, resample, calibration)
     active_names = [names[i] for i in active]
@@ -112,7 +125,8 @@ def rank_counts(
         bootstrap_rounds=rounds if spread is not None and intervals == "bootstrap" else 0,
         intervals=intervals if spread is not None else None,
         cluster=None if spread is None else (cluster if resample == "unit" else "none"),
-        units=sub.n_units if resample == "unit" else None,
+        units=_voters(sub) if resample == "unit" else None,
+        prompts=_prompts(sub) if cluster == TWO_WAY and resample == "unit" else None,
         effective_units=sub.effective_units() if resample == "unit" else None,
         effective_votes=sub.effective_size(calibration) if calibration is not None else None,
         prob_ahead=_reorder(spread.prob_ahead, order) if spread else None,
@@ -120,6 +134,26 @@ def rank_counts(
     ranking.flags = _flags([names[i] for i in idle], fit, spread, active_names, ranking,
                            cluster)
     return ranking
+
+
+def _one_way(data, cluster: str) -> str:
+    """``cluster``, or the one way two-way data varies in."""
+    if cluster != TWO_WAY or data.two_way:
+        return cluster
+    ways = getattr(data, "ways", None)
+    return "prompt" if ways is not None and ways[1].max(initial=0) > 0 else "voter"
+
+
+def _voters(data) -> int:
+    """The units of one-way data; the voters of two-way data."""
+    return int(data.ways[0].max()) + 1 if getattr(data, "ways", None) is not None \
+        and data.two_way else data.n_units
+
+
+def _prompts(data) -> int:
+    """The prompts of two-way data."""
+    ways = getattr(data, "ways", None)
+    return int(ways[1].max()) + 1 if ways is not None else data.n_prompts
 
 
 def _intervals(sub, fit, intervals, rounds, rng, resample, calibration):
@@ -150,11 +184,14 @@ def _flags(idle, fit, spread, active_names, ranking: Ranking, cluster: str) -> l
         flags.append(f"every vote has the same {cluster}: intervals resample single votes")
     if ranking.units is not None and spread is not None:
         least = current_app.config["MIN_CLUSTERS"] if current_app else 20
-        if ranking.units < least:
-            flags.append(f"intervals resample {ranking.units} units (fewer than {least}): "
+        fewest = min(ranking.units, ranking.prompts or ranking.units)
+        units = (f"{ranking.units} units" if ranking.prompts is None
+                 else f"{ranking.units} voters and {ranking.prompts} prompts")
+        if fewest < least:
+            flags.append(f"intervals resample {units} (fewer than {least}): "
                          "too few for clustered intervals to be trusted")
         elif ranking.effective_units < least:
-            flags.append(f"intervals resample {ranking.units} units, but a few cast most "
+            flags.append(f"intervals resample {units}, but a few cast most "
                          f"votes: they are worth {ranking.effective_units:.0f} of equal size "
                          f"(fewer than {least}), too few for clustered intervals to be "
                          "trusted")
@@ -246,7 +283,7 @@ def rank_models(
     slice_: Slice | None = None,
     rng: np.random.Generator | None = None,
     intervals: str = "bootstrap",
-    cluster: str = "voter",
+    cluster: str = TWO_WAY,
     margins=(),
     poststratify: bool = False,
     include_idle: bool = True,
@@ -260,10 +297,11 @@ def rank_models(
     fewer than ``PUBLIC_SLICE_MIN_VOTERS`` voters.
 
     ``method="bt"``: batch Bradley-Terry with intervals that resample ``cluster`` units
-    (voters by default; prompts; "none": single votes), by bootstrap (``rounds`` > 0) or
-    the instant sandwich variance. ``margins`` (strings like ``"continent"`` or
-    ``"gender:female=0.5,male=0.5"``; ``poststratify`` is ``("continent",)``) reweight the
-    votes to population shares, design-based (:mod:`arena.analysis.margins`).
+    (voters and prompts at once by default; voters; prompts; "none": single votes), by
+    bootstrap (``rounds`` > 0) or the instant sandwich variance. ``margins`` (strings like
+    ``"continent"`` or ``"gender:female=0.5,male=0.5"``; ``poststratify`` is
+    ``("continent",)``) reweight the votes to population shares, design-based
+    (:mod:`arena.analysis.margins`).
     ``method="elo"``: the online Elo order (sequential Elo replayed over the sliced votes
     when a slice is given), without intervals.
 
@@ -318,21 +356,24 @@ def _rolled_up(criterion, method, slice_: Slice, cluster, margins, intervals, ro
     the ranking needs: every vote (no slice but the public cut-off), Bradley-Terry, and
     intervals from voters' moments (the sandwich) or from the pooled votes; else None."""
     if (method != "bt" or margins or slice_.active()
-            or cluster not in ("voter", "none")
-            or (cluster == "voter" and intervals != "instant" and rounds > 0)):
+            or cluster not in ("voter", "none", TWO_WAY)
+            or (cluster != "none" and intervals != "instant" and rounds > 0)):
         return None
     ids, names = models()
     found = rollups.moments(criterion, ids, slice_.as_of)
     if found is None:
         return None
-    counts = found.pooled() if cluster == "none" else found
+    counts = {"none": found.pooled(), "voter": replace(found, prompt_cross=None, n_prompts=0)
+              }.get(cluster, found)
     return Tally(ids, names, counts, cluster)
 
 
 def _too_few_voters(counted: Tally, cluster: str) -> bool:
-    if cluster != "voter":
+    if cluster not in ("voter", TWO_WAY):
         raise RankingError("the public pages resample voters", field="cluster")
-    return 0 < counted.counts.n_units < current_app.config["PUBLIC_SLICE_MIN_VOTERS"]
+    data = counted.counts
+    voters = len(np.unique(data.ways[0][data.unit])) if data.ways is not None else data.n_units
+    return 0 < voters < current_app.config["PUBLIC_SLICE_MIN_VOTERS"]
 
 
 def _withheld(criterion: str, method: str, slice_: Slice) -> Ranking:
@@ -355,9 +396,11 @@ def _described(slice_: Slice) -> dict:
 
 def _rank_elo_votes(criterion, slice_, counted: Tally, cluster, rounds, rng, elo_now,
                     include_idle) -> Ranking:
-    """Elo over the sliced votes in id order, with bootstrap intervals by ``cluster``."""
+    """Elo over the sliced votes in id order, with bootstrap intervals by ``cluster``
+    (voters for two ways: Elo's bootstrap resamples one)."""
     from arena.voting.votes import elo_params
 
+    cluster = "voter" if cluster == TWO_WAY else cluster
     unit = {"voter": Vote.voter_id, "prompt": Comparison.prompt_id}.get(cluster)
     query = vote_filter(criterion, slice_, join_prompt=cluster == "prompt")
     if unit is not None:
@@ -493,7 +536,8 @@ def rank_votes_file(path, *, ties: str = "half", rounds: int = 1000,
     Bradley-Terry with a tie as half a win each way (and kept a tie when resampling), or
     Davidson's tie model (``ties="davidson"``), or Elo in the file's order with bootstrap
     intervals (``method="elo"``). Intervals resample the file's voters when it has a voter
-    column (``cluster``: voter, prompt or none; default voter when present).
+    column (``cluster``: voter+prompt, voter, prompt or none; default the columns that vary;
+    Elo and Davidson resample voters where two ways are asked).
     Raises TableError or RankingError."""
     from arena.analysis.vote_files import read_votes
 
@@ -501,6 +545,9 @@ def rank_votes_file(path, *, ties: str = "half", rounds: int = 1000,
         raise RankingError(f"method must be one of {', '.join(METHODS)}", field="method")
     votes = read_votes(path)
     cluster = votes.default_cluster() if cluster is None else cluster
+    votes.units(cluster)
+    if cluster == TWO_WAY and (method == "elo" or ties == "davidson"):
+        cluster = "voter"
     if method == "elo":
         from arena.voting.votes import elo_params
 

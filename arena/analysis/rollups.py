@@ -1,12 +1,13 @@
 """Rankings and public counts flat in the vote log: each criterion's votes summed up to a
 watermark.
 
-A ranking of every counted vote, with intervals clustered by voter, needs the pooled counts
-per ordered model pair, the number of voters and their cross products
-(:class:`arena.ranking.PairMoments`): a few numbers per pair of pairs, however many votes.
-:func:`refresh` adds the votes stamped since the watermark (``RankingRollup.through``) to
-them, a batch at a time, keeping each voter's counts (``RollupVoterCell``) to subtract when
-that voter's next votes change their cross products. :func:`moments` is what a ranking
+A ranking of every counted vote, with intervals clustered by voter and prompt, needs the
+pooled counts per ordered model pair, the number of voters and of prompts and their cross
+products (:class:`arena.ranking.PairMoments`): a few numbers per pair of pairs, however many
+votes. :func:`refresh` adds the votes stamped since the watermark (``RankingRollup.through``)
+to them, a batch at a time, keeping each voter's and each prompt's counts
+(``RollupVoterCell``, ``RollupPromptCell``) to subtract when their next votes change their
+cross products. :func:`moments` is what a ranking
 reads: the rollup plus the votes since its watermark (the same numbers as the whole log).
 The same batches keep the public counts: each comparison's votes (``RollupComparison``),
 and each campaign voter's votes and gold answers (``RollupCampaignVoter``), read by
@@ -43,6 +44,7 @@ from arena.models import (
     RankingRollup,
     RollupCampaignVoter,
     RollupComparison,
+    RollupPromptCell,
     RollupVoterCell,
     Vote,
     utcnow,
@@ -56,18 +58,21 @@ EPOCH = datetime(1970, 1, 1)
 
 @dataclass
 class State:
-    """A rollup in memory: cells as (winner id, loser id) rows, pooled counts, voters and
-    the voters' cross products (cells x cells)."""
+    """A rollup in memory: cells as (winner id, loser id) rows, pooled counts, and the cross
+    products (cells x cells) of the voters' and of the prompts' counts, with how many of
+    each."""
 
     cells: np.ndarray
     counts: np.ndarray
     cross: sparse.csr_matrix
     voters: int
+    prompt_cross: sparse.csr_matrix
+    prompts: int
 
     @classmethod
     def empty(cls) -> State:
         return cls(np.zeros((0, 2), dtype=np.int64), np.zeros(0),
-                   sparse.csr_matrix((0, 0)), 0)
+                   sparse.csr_matrix((0, 0)), 0, sparse.csr_matrix((0, 0)), 0)
 
     @classmethod
     def load(cls, row: RankingRollup | None) -> State:
@@ -75,42 +80,51 @@ class State:
             return cls.empty()
         with np.load(io.BytesIO(row.moments), allow_pickle=False) as saved:
             cells = saved["cells"]
-            upper = sparse.coo_matrix(
-                (saved["value"], (saved["row"], saved["col"])), shape=(len(cells),) * 2)
-            cross = (upper + sparse.triu(upper, k=1).T).tocsr()
-            return cls(cells, saved["counts"], cross, row.voters)
+            crosses = [_symmetric(saved[f"{way}value"], saved[f"{way}row"], saved[f"{way}col"],
+                                  len(cells)) for way in ("", "p")]
+            return cls(cells, saved["counts"], crosses[0], row.voters, crosses[1],
+                       int(saved["prompts"]))
 
     def dump(self) -> bytes:
-        upper = sparse.triu(self.cross).tocoo()
         out = io.BytesIO()
-        np.savez(out, cells=self.cells, counts=self.counts, row=upper.row.astype(np.int32),
-                 col=upper.col.astype(np.int32), value=upper.data)
+        parts = {}
+        for way, cross in (("", self.cross), ("p", self.prompt_cross)):
+            upper = sparse.triu(cross).tocoo()
+            parts.update({f"{way}row": upper.row.astype(np.int32),
+                          f"{way}col": upper.col.astype(np.int32), f"{way}value": upper.data})
+        np.savez(out, cells=self.cells, counts=self.counts, prompts=np.int64(self.prompts),
+                 **parts)
         return out.getvalue()
 
-    def added(self, new: np.ndarray, old: np.ndarray) -> State:
+    def added(self, new: np.ndarray, old: np.ndarray, new_prompts: np.ndarray,
+              old_prompts: np.ndarray) -> State:
         """This state with the votes ``new`` (rows voter, winner, loser, count) added, ``old``
-        holding the rolled-up counts of the voters in ``new`` (the same columns)."""
+        holding the rolled-up counts of the voters in ``new`` (the same columns); and the
+        same votes as ``new_prompts`` (rows prompt, winner, loser, count) with
+        ``old_prompts``."""
         if not len(new):
             return self
-        cells, index = np.unique(np.concatenate([self.cells, new[:, 1:3], old[:, 1:3]]),
+        parts = [self.cells, new, old, new_prompts, old_prompts]
+        cells, index = np.unique(np.concatenate([self.cells] + [p[:, 1:3] for p in parts[1:]]),
                                  axis=0, return_inverse=True)
-        index = index.ravel()
-        mine, fresh = index[:len(self.cells)], index[len(self.cells):len(self.cells) + len(new)]
-        before = index[len(self.cells) + len(new):]
+        index = np.split(index.ravel(), np.cumsum([len(p) for p in parts])[:-1])
         counts = np.zeros(len(cells))
-        np.add.at(counts, mine, self.counts)
-        np.add.at(counts, fresh, new[:, 3])
-        grown = sparse.csr_matrix((len(cells), len(cells)))
-        if len(self.cells):
-            move = sparse.csr_matrix((np.ones(len(mine)), (mine, np.arange(len(mine)))),
-                                     shape=(len(cells), len(self.cells)))
-            grown = move @ self.cross @ move.T
-        voters = np.concatenate([old[:, 0], new[:, 0]])
-        after = cross_products(voters, np.concatenate([before, fresh]),
-                               np.concatenate([old[:, 3], new[:, 3]]), len(cells))
-        prior = cross_products(old[:, 0], before, old[:, 3], len(cells))
-        joined = len(np.setdiff1d(np.unique(new[:, 0]), old[:, 0]))
-        return State(cells, counts, (grown + after - prior).tocsr(), self.voters + joined)
+        np.add.at(counts, index[0], self.counts)
+        np.add.at(counts, index[1], new[:, 3])
+        move = sparse.csr_matrix((np.ones(len(index[0])), (index[0], np.arange(len(index[0])))),
+                                 shape=(len(cells), len(self.cells)))
+        ways = []
+        for cross, fresh, before, rows, prior in (
+                (self.cross, index[1], index[2], new, old),
+                (self.prompt_cross, index[3], index[4], new_prompts, old_prompts)):
+            units = np.concatenate([prior[:, 0], rows[:, 0]])
+            after = cross_products(units, np.concatenate([before, fresh]),
+                                   np.concatenate([prior[:, 3], rows[:, 3]]), len(cells))
+            ways.append(move @ cross @ move.T + after
+                        - cross_products(prior[:, 0], before, prior[:, 3], len(cells)))
+            ways.append(len(np.setdiff1d(np.unique(rows[:, 0]), prior[:, 0])))
+        return State(cells, counts, ways[0].tocsr(), self.voters + ways[1], ways[2].tocsr(),
+                     self.prompts + ways[3])
 
     def moments(self, ids: list[int]) -> PairMoments:
         """As the ranking core takes them, models numbered by their place in ``ids``."""
@@ -122,7 +136,14 @@ class State:
         winners = np.array([index[w] for w in self.cells[keep, 0]], dtype=np.int64)
         losers = np.array([index[lo] for lo in self.cells[keep, 1]], dtype=np.int64)
         return PairMoments(len(ids), winners, losers, self.counts[keep],
-                           self.cross[keep][:, keep].tocsr(), self.voters)
+                           self.cross[keep][:, keep].tocsr(), self.voters,
+                           self.prompt_cross[keep][:, keep].tocsr(), self.prompts)
+
+
+def _symmetric(value, row, col, size: int) -> sparse.csr_matrix:
+    """The symmetric matrix whose upper triangle is stored."""
+    upper = sparse.coo_matrix((value, (row, col)), shape=(size, size))
+    return (upper + sparse.triu(upper, k=1).T).tocsr()
 
 
 def _window(criterion: str, row: RankingRollup, before: datetime | None,
@@ -141,32 +162,46 @@ def _window(criterion: str, row: RankingRollup, before: datetime | None,
 
 
 def _counted(criterion: str, row: RankingRollup, before: datetime | None,
-             last_id: int | None = None):
-    """The counted votes of :func:`_window`, grouped per (voter, winner, loser)."""
-    counted = (vote_filter(criterion, Slice()).add_columns(Vote.voter_id)
+             last_id: int | None = None, way: int = 0):
+    """The counted votes of :func:`_window`, grouped per (voter, winner, loser), or per
+    (prompt, winner, loser) for ``way=1`` (-1 for a comparison without a prompt)."""
+    unit = (Vote.voter_id if way == 0 else func.coalesce(Comparison.prompt_id, -1)).label("unit")
+    counted = (vote_filter(criterion, Slice(), join_prompt=way == 1).add_columns(unit)
                .where(*_window(criterion, row, before, last_id),
                       Vote.winner_model_id != Vote.loser_model_id)).subquery()
-    keys = (counted.c.voter_id, counted.c.winner_model_id, counted.c.loser_model_id)
+    keys = (counted.c.unit, counted.c.winner_model_id, counted.c.loser_model_id)
     return select(*keys, func.count().label("votes")).group_by(*keys)
 
 
 def _new_votes(criterion: str, row: RankingRollup, before: datetime | None,
-               last_id: int | None = None) -> np.ndarray:
-    """:func:`_counted` as (voter, winner, loser, count) rows."""
-    return _array(db.session.execute(_counted(criterion, row, before, last_id)).all())
+               last_id: int | None = None, way: int = 0) -> np.ndarray:
+    """:func:`_counted` as (voter or prompt, winner, loser, count) rows."""
+    return _array(db.session.execute(_counted(criterion, row, before, last_id, way)).all())
 
 
-def _rolled_up(criterion: str, voters: np.ndarray) -> np.ndarray:
-    """The rolled-up counts of ``voters``: (voter, winner, loser, count) rows."""
+CELLS = (RollupVoterCell, RollupPromptCell)  # each voter's, each prompt's counts
+
+
+def _rolled_up(criterion: str, units: np.ndarray, way: int = 0) -> np.ndarray:
+    """The rolled-up counts of ``units`` (voters, or prompts for ``way=1``): (unit, winner,
+    loser, count) rows."""
+    table = CELLS[way]
+    unit = table.voter_id if way == 0 else table.prompt_id
     rows = []
-    ids = np.unique(voters).tolist()
+    ids = np.unique(units).tolist()
     for start in range(0, len(ids), 5_000):  # (SQLite's limit on parameters)
         rows += db.session.execute(
-            select(RollupVoterCell.voter_id, RollupVoterCell.winner_model_id,
-                   RollupVoterCell.loser_model_id, RollupVoterCell.votes)
-            .where(RollupVoterCell.criterion == criterion,
-                   RollupVoterCell.voter_id.in_(ids[start:start + 5_000]))).all()
+            select(unit, table.winner_model_id, table.loser_model_id, table.votes)
+            .where(table.criterion == criterion, unit.in_(ids[start:start + 5_000]))).all()
     return _array(rows)
+
+
+def _state(criterion: str, row: RankingRollup, before: datetime | None,
+           last_id: int | None = None) -> tuple[State, int]:
+    """``row``'s state with the votes of :func:`_window` added, and how many they are."""
+    new = [_new_votes(criterion, row, before, last_id, way) for way in (0, 1)]
+    old = [_rolled_up(criterion, new[way][:, 0], way) for way in (0, 1)]
+    return State.load(row).added(new[0], old[0], new[1], old[1]), int(new[0][:, 3].sum())
 
 
 def _array(rows) -> np.ndarray:
@@ -184,8 +219,7 @@ def moments(criterion: str, ids: list[int], as_of: datetime | None = None
         if row is None or (as_of is not None and row.through > as_of):
             return None
         through = row.through
-        new = _new_votes(criterion, row, as_of)
-        state = State.load(row).added(new, _rolled_up(criterion, new[:, 0]))
+        state, _ = _state(criterion, row, as_of)
         # a refresh that committed meanwhile would have moved what the last reads saw
         again = db.session.execute(select(RankingRollup.through)
                                    .where(RankingRollup.criterion == criterion)).scalar()
@@ -250,15 +284,14 @@ def _advance(criterion: str, target: datetime, batch: int) -> int | None:
         last, _ = db.session.execute(select(func.max(Vote.id), func.count())
                                      .where(*_window(criterion, row, end))).one()
         last = last or row.last_vote_id
-        new = _new_votes(criterion, row, end, last)
-        old = _rolled_up(criterion, new[:, 0])
-        state = State.load(row).added(new, old)
-        _store_voters(dialect, criterion, row, end, last)
+        state, added = _state(criterion, row, end, last)
+        for way in (0, 1):
+            _store_cells(dialect, criterion, row, end, last, way)
         _store_counts(dialect, criterion, row, end, last)
         row.moments, row.voters = state.dump(), state.voters
         row.through, row.refreshed_at = end, utcnow()
         row.last_vote_id = max(last, row.last_vote_id)
-        return int(new[:, 3].sum())
+        return added
 
 
 def _batch_end(criterion: str, since: datetime, target: datetime, batch: int) -> datetime:
@@ -277,18 +310,20 @@ def _batch_end(criterion: str, since: datetime, target: datetime, batch: int) ->
     return end
 
 
-def _store_voters(dialect, criterion: str, row: RankingRollup, end: datetime,
-                  last: int) -> None:
-    """Add the batch's votes to their voters' rolled-up counts, in the database (the same
-    votes as :func:`_new_votes` read: up to the newest one it saw)."""
-    new = _counted(criterion, row, end, last).subquery()
-    statement = dialect.insert(RollupVoterCell).from_select(
-        ["criterion", "voter_id", "winner_model_id", "loser_model_id", "votes"],
-        select(literal(criterion), new.c.voter_id, new.c.winner_model_id,
+def _store_cells(dialect, criterion: str, row: RankingRollup, end: datetime,
+                 last: int, way: int) -> None:
+    """Add the batch's votes to their voters' (``way=0``) or prompts' (1) rolled-up counts,
+    in the database (the same votes as :func:`_new_votes` read: up to the newest one it
+    saw)."""
+    table, unit = CELLS[way], ("voter_id", "prompt_id")[way]
+    new = _counted(criterion, row, end, last, way).subquery()
+    statement = dialect.insert(table).from_select(
+        ["criterion", unit, "winner_model_id", "loser_model_id", "votes"],
+        select(literal(criterion), new.c.unit, new.c.winner_model_id,
                new.c.loser_model_id, new.c.votes).where(true()))
     db.session.execute(statement.on_conflict_do_update(
-        index_elements=["criterion", "voter_id", "winner_model_id", "loser_model_id"],
-        set_={"votes": RollupVoterCell.votes + statement.excluded.votes}))
+        index_elements=["criterion", unit, "winner_model_id", "loser_model_id"],
+        set_={"votes": table.votes + statement.excluded.votes}))
 
 
 def _store_counts(dialect, criterion: str, row: RankingRollup, end: datetime,

@@ -2,8 +2,9 @@
 
 A :class:`Slice` says which votes count; :func:`tally` turns them into the pure core's
 :class:`~arena.ranking.PairCounts` with one ``GROUP BY (unit, winner, loser)``: the unit is
-the voter (default), the prompt, or nothing (every vote its own), so intervals can resample
-what actually varies between repetitions of the study. With margins (post-stratification,
+the voter and the prompt at once (the default: two-way clustering), the voter, the prompt,
+or nothing (every vote its own), so intervals can resample what actually varies between
+repetitions of the study. With margins (post-stratification,
 raking) the voters' attributes join the grouping and every unit lands in one cell.
 """
 
@@ -24,7 +25,8 @@ from arena.models import Comparison, GenModel, Prompt, Vote, Voter
 from arena.ranking import Calibration, PairCounts
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
 
-CLUSTERS = ("voter", "prompt", "none")
+CLUSTERS = ("voter+prompt", "voter", "prompt", "none")
+TWO_WAY = "voter+prompt"  # the default: the prompts a study used are a sample too
 
 
 class RankingError(Invalid):
@@ -189,7 +191,7 @@ class Tally:
         return "vote" if self.cluster == "none" else "unit"
 
 
-def tally(criterion: str, slice_: Slice = Slice(), *, cluster: str = "voter",
+def tally(criterion: str, slice_: Slice = Slice(), *, cluster: str = TWO_WAY,
           margins=()) -> Tally:
     """Aggregate the votes of ``criterion`` in ``slice_`` per ``cluster`` unit (and per
     margin cell when ``margins`` are given: see :mod:`arena.analysis.margins`).
@@ -202,12 +204,16 @@ def tally(criterion: str, slice_: Slice = Slice(), *, cluster: str = "voter",
     if cluster not in CLUSTERS:
         raise RankingError(f"cluster must be one of {', '.join(CLUSTERS)}", field="cluster")
     margins = margin_rules.margins_from(margins)
+    flags = []
+    if cluster == TWO_WAY and margins:
+        cluster = "voter"
+        flags.append("reweighted: intervals cluster by voter only (reweighting takes one way)")
     ids, names = models()
-    unit_column = {"voter": Vote.voter_id, "prompt": Comparison.prompt_id}.get(cluster)
-    keys = ([unit_column] if unit_column is not None else [])
-    keys += [getattr(Voter, m.attribute) for m in margins]
+    unit_columns = {TWO_WAY: [Vote.voter_id, Comparison.prompt_id], "voter": [Vote.voter_id],
+                    "prompt": [Comparison.prompt_id]}.get(cluster, [])
+    keys = unit_columns + [getattr(Voter, m.attribute) for m in margins]
     base = (vote_filter(criterion, slice_, join_voter=bool(margins),
-                        join_prompt=cluster == "prompt")
+                        join_prompt=cluster in ("prompt", TWO_WAY))
             .add_columns(*[c.label(f"k{i}") for i, c in enumerate(keys)]).subquery())
     grouping = [base.c[f"k{i}"] for i in range(len(keys))]
     grouping += [base.c.winner_model_id, base.c.loser_model_id]
@@ -218,12 +224,16 @@ def tally(criterion: str, slice_: Slice = Slice(), *, cluster: str = "voter",
     winners = np.array([lookup[w] for w in columns[-3]], dtype=np.int64)
     losers = np.array([lookup[lo] for lo in columns[-2]], dtype=np.int64)
     counts = np.array(columns[-1], dtype=float)
-    units = (np.array([-1 if u is None else u for u in columns[0]], dtype=np.int64)
-             if unit_column is not None else np.zeros(len(rows), dtype=np.int64))
-    result = Tally(ids, names, PairCounts.from_rows(len(ids), _renumber(units), winners,
-                                                    losers, counts), cluster)
+    labels = [np.array([-1 if u is None else u for u in columns[k]], dtype=np.int64)
+              for k in range(len(unit_columns))]
+    units = labels[0] if labels else np.zeros(len(rows), dtype=np.int64)
+    if cluster == TWO_WAY:
+        found = PairCounts.crossed(len(ids), *labels, winners, losers, counts)
+    else:
+        found = PairCounts.from_rows(len(ids), _renumber(units), winners, losers, counts)
+    result = Tally(ids, names, found, cluster, flags=flags)
     if margins:
-        offset = 1 if unit_column is not None else 0
+        offset = len(unit_columns)
         codes = np.array([[_code(m, row[offset + k]) for k, m in enumerate(margins)]
                           for row in rows], dtype=np.int64).reshape(len(rows), len(margins))
         _calibrate(result, criterion, slice_, margins, codes, units, winners, losers, counts)

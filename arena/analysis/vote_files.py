@@ -2,7 +2,8 @@
 [,prompt]``.
 
 ``winner`` is ``left``, ``right`` or ``tie``. The optional ``voter`` and ``prompt`` columns
-(any labels) let intervals resample voters or prompts instead of single votes. A file is read
+(any labels) let intervals resample voters and prompts (both when both vary), voters or
+prompts instead of single votes. A file is read
 column by column with pyarrow; when something in it is wrong, a CSV or JSON lines file is read
 again row by row (:mod:`arena.infra.tabular`), so that the problem names its line, and a
 Parquet file's problem names its row.
@@ -37,20 +38,30 @@ class ExternalVotes:
     prompts: np.ndarray | None = None
 
     def default_cluster(self) -> str:
-        return "voter" if self.voters is not None and len(np.unique(self.voters)) > 1 else "none"
+        """Voters and prompts, or the one of them that varies, or none."""
+        varies = [name for name, labels in (("voter", self.voters), ("prompt", self.prompts))
+                  if labels is not None and len(np.unique(labels)) > 1]
+        return "+".join(varies) or "none"
 
     def units(self, cluster: str = "none") -> np.ndarray | None:
-        """Each vote's resampling unit for ``cluster`` (voter, prompt; None for none).
-        Raises TableError when the file lacks the column the cluster needs."""
-        units = {"voter": self.voters, "prompt": self.prompts, "none": None}
+        """Each vote's resampling unit for ``cluster`` (voter, prompt; None for none; the
+        voter for voter+prompt, where one way is taken). Raises TableError when the file
+        lacks a column the cluster needs."""
+        units = {"voter+prompt": self.voters, "voter": self.voters, "prompt": self.prompts,
+                 "none": None}
         if cluster not in units:
             raise TableError(f"cluster must be one of {', '.join(units)}")
-        if cluster != "none" and units[cluster] is None:
-            raise TableError(f"--cluster {cluster} needs a '{cluster}' column in the file")
+        for name in cluster.split("+") if cluster != "none" else ():
+            if units[name] is None:
+                raise TableError(f"--cluster {cluster} needs a '{name}' column in the file")
         return units[cluster]
 
     def counts(self, cluster: str = "none") -> PairCounts:
-        """The votes per resampling unit (see :meth:`units`)."""
+        """The votes per resampling unit (see :meth:`units`; both ways for voter+prompt)."""
+        if cluster == "voter+prompt":
+            self.units(cluster)
+            return PairCounts.crossed(len(self.names), self.voters, self.prompts, self.winners,
+                                      self.losers, np.ones(self.winners.size), self.ties)
         return PairCounts.from_outcomes(self.winners, self.losers, len(self.names),
                                         ties=self.ties, units=self.units(cluster))
 

@@ -16,14 +16,17 @@ from flask.cli import with_appcontext
               path_type=Path), help="Rank an external CSV, JSON lines or Parquet file of "
               "left,right,winner votes.")
 @click.option("--method", type=click.Choice(["bt", "elo"]), default="bt", show_default=True)
-@click.option("--bootstrap", "rounds", type=click.IntRange(0, 100_000), default=1000,
-              show_default=True, help="Bootstrap rounds for the 95% intervals (0: none).")
-@click.option("--intervals", type=click.Choice(["bootstrap", "instant"]), default="bootstrap",
-              show_default=True, help="95% intervals by bootstrap, or instant ones from the "
-              "sandwich variance (what the leaderboard page shows).")
-@click.option("--cluster", type=click.Choice(["voter", "prompt", "none"]),
-              help="What the intervals resample: voters (default; with --votes when the file "
-              "has a voter column), prompts, or none (single votes).")
+@click.option("--bootstrap", "rounds", type=click.IntRange(0, 100_000),
+              help="Bootstrap rounds for the 95% intervals (default 1000; 0: none); given "
+              "alone, asks for bootstrap intervals.")
+@click.option("--intervals", type=click.Choice(["instant", "bootstrap"]),
+              help="95% intervals from the sandwich variance (the default: what the "
+              "leaderboard page shows), or by bootstrap (two ways: Owen's pigeonhole "
+              "bootstrap, wider).")
+@click.option("--cluster", type=click.Choice(["voter+prompt", "voter", "prompt", "none"]),
+              help="What the intervals resample: voters and prompts at once (default; with "
+              "--votes, the file's voter and prompt columns that vary), voters, prompts, or "
+              "none (single votes).")
 @click.option("--margin", "margins", multiple=True, metavar="ATTRIBUTE[:CAT=SHARE,...]",
               help="Reweight to population margins (repeatable: raking): continent, age_group "
               "or gender with default world shares, or your own, e.g. "
@@ -61,6 +64,8 @@ def rank_command(criterion, votes_file, method, rounds, intervals, cluster, marg
     if fmt == "parquet" and output is None:
         raise click.UsageError("--format parquet needs --output FILE")
     rng = np.random.default_rng(seed)
+    intervals = intervals or ("instant" if rounds is None else "bootstrap")
+    rounds = 1000 if rounds is None else rounds
     sliced = any(v not in (None, False) for v in slice_options.values())
     if votes_file is not None:
         if sliced or poststratify or margins:
@@ -72,7 +77,7 @@ def rank_command(criterion, votes_file, method, rounds, intervals, cluster, marg
     else:
         ranking = rank_models(criterion, method=method, rounds=rounds, rng=rng,
                               slice_=Slice(**slice_options), intervals=intervals,
-                              cluster=cluster or "voter", margins=margins,
+                              cluster=cluster or "voter+prompt", margins=margins,
                               poststratify=poststratify)
     _write(ranking, fmt, output, exports)
 

@@ -8,6 +8,10 @@ What is resampled is what varies between repetitions of the study:
   resampling votes as if they were makes intervals too narrow; units fix that.
 * ``resample="vote"``: single votes, as a multinomial over the (pair, outcome) cells.
 
+Two-way data (voters and prompts, :meth:`PairCounts.crossed`) resamples voters and prompts
+independently, each (voter, prompt) intersection weighed by the product of their draws
+(Owen's pigeonhole bootstrap: conservative, as it counts the intersections' variance twice).
+
 Ties stay ties in both: a tie is drawn as a tie and only the fit counts it as half a win.
 Within each stratum, n - 1 of its n units are drawn and weighed n / (n - 1) (Rao and Wu's
 rescaling bootstrap), so small strata get their full variance. With post-stratification or
@@ -84,6 +88,12 @@ class _Resampler:
     def __init__(self, data: PairCounts, resample: str, calibration: Calibration | None):
         self.n = data.n_items
         self.calibration = calibration
+        self.crossed = None
+        if resample == "unit" and data.two_way:
+            if calibration is not None or data.stratum is not None:
+                raise ValueError("two-way resampling takes no strata")
+            self.crossed = (data.unit_cells(), data.ways)
+            return
         strata = data.stratum if data.stratum is not None else np.zeros(data.n_units, int)
         self.cells = []  # per stratum: (multinomial probabilities | units, cells matrix)
         n_strata = int(strata.max()) + 1 if strata.size else 0
@@ -97,6 +107,14 @@ class _Resampler:
 
     def batch(self, size: int, rng: np.random.Generator) -> np.ndarray:
         n = self.n
+        if self.crossed is not None:  # each intersection as often as its voter x its prompt
+            cells, ways = self.crossed
+            weight = np.ones((size, cells.shape[0]))
+            for labels in ways:
+                units = int(labels.max()) + 1
+                picks = rng.multinomial(units - 1, np.full(units, 1.0 / units), size=size)
+                weight *= picks[:, labels] * _rescale(units)
+            return np.asarray((cells.T @ weight.T).T).reshape(size, n, n)
         per_stratum, totals = [], []
         for resample, cells, unit_totals, total, categories in self.cells:
             if resample == "vote":
@@ -214,6 +232,8 @@ def bootstrap(
                                                       max_iter=max_iter)
     n = data.n_items
     sampler = _Resampler(data, resample, calibration)
+    if sampler.crossed is not None:  # (a round's weights span every intersection)
+        batch_size = max(1, min(batch_size, 10_000_000 // max(data.n_units, 1)))
     samples = np.empty((rounds, n))
     prior_rounds = unconverged = done = 0
     while done < rounds:

@@ -25,7 +25,8 @@ from arena.ranking.pairs import PairCounts, effective_units
 @dataclass(frozen=True)
 class PairMoments:
     """Pooled decisive outcomes per cell (``winners[c]`` beat ``losers[c]`` ``counts[c]``
-    times) and ``cross`` = sum over units of the outer product of their per-cell counts."""
+    times) and ``cross`` = sum over units (voters) of the outer product of their per-cell
+    counts; ``prompt_cross`` the same over prompts, for two-way clustering."""
 
     n_items: int
     winners: np.ndarray
@@ -33,6 +34,8 @@ class PairMoments:
     counts: np.ndarray
     cross: sparse.csr_matrix
     n_units: int
+    prompt_cross: sparse.csr_matrix | None = None
+    n_prompts: int = 0
     stratum = None  # one stratum: moments carry no post-stratification
 
     @classmethod
@@ -49,8 +52,16 @@ class PairMoments:
 
     def effective_units(self) -> float:
         """As :meth:`PairCounts.effective_units`: a unit's votes squared, summed, are the sum
-        of its cross products."""
-        return effective_units(self.counts.sum(), self.cross.sum())
+        of its cross products (of two-way moments, the fewer of the two ways')."""
+        voters = effective_units(self.counts.sum(), self.cross.sum())
+        if self.two_way:
+            return min(voters, effective_units(self.counts.sum(), self.prompt_cross.sum()))
+        return voters
+
+    @property
+    def two_way(self) -> bool:
+        """Both ways (voters and prompts) hold two units at least."""
+        return self.prompt_cross is not None and self.n_units > 1 and self.n_prompts > 1
 
     def pooled(self) -> PairCounts:
         """The pooled outcomes as one unit (the point estimate and the vote-level variance)."""
@@ -77,21 +88,25 @@ class PairMoments:
         index = np.full(self.n_items, -1)
         index[items] = np.arange(items.size)
         keep = np.flatnonzero((index[self.winners] >= 0) & (index[self.losers] >= 0))
+        prompts = None if self.prompt_cross is None else self.prompt_cross[keep][:, keep].tocsr()
         return PairMoments(items.size, index[self.winners[keep]], index[self.losers[keep]],
-                           self.counts[keep], self.cross[keep][:, keep].tocsr(), self.n_units)
+                           self.counts[keep], self.cross[keep][:, keep].tocsr(), self.n_units,
+                           prompts, self.n_prompts)
 
-    def unit_meat(self, p_win: np.ndarray) -> np.ndarray:
+    def unit_meat(self, p_win: np.ndarray, way: int = 0) -> np.ndarray:
         """The centred, ``U/(U-1)``-scaled spread of the unit scores (the sandwich's meat),
-        given each cell's model probability that its winner wins."""
+        given each cell's model probability that its winner wins; units are voters
+        (``way=0``) or prompts (1)."""
         n = self.n_items
+        cross, units = (self.cross, self.n_units) if way == 0 else (self.prompt_cross,
+                                                                    self.n_prompts)
         v = sparse.csr_matrix(
             (np.concatenate([1 - p_win, p_win - 1]),
              (np.concatenate([self.winners, self.losers]),
               np.tile(np.arange(self.winners.size), 2))),
             shape=(n, self.winners.size))
-        spread = (v @ self.cross @ v.T).toarray()
+        spread = (v @ cross @ v.T).toarray()
         total = v @ self.counts
-        units = self.n_units
         if units < 2:
             return np.zeros((n, n))
         return units / (units - 1) * (spread - np.outer(total, total) / units)

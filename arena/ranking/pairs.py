@@ -12,7 +12,7 @@ half a win each way (:meth:`PairCounts.matrix`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import sparse
@@ -22,7 +22,9 @@ from scipy import sparse
 class PairCounts:
     """Outcomes per (unit, unordered pair). See the module docstring.
 
-    ``stratum[u]`` is unit u's post-stratification cell (None: one stratum)."""
+    ``stratum[u]`` is unit u's post-stratification cell (None: one stratum). Two-way data
+    (:meth:`crossed`) has the (voter, prompt) intersections as units and ``ways`` each
+    one's voter and prompt."""
 
     n_items: int
     unit: np.ndarray
@@ -33,6 +35,7 @@ class PairCounts:
     tie: np.ndarray
     n_units: int
     stratum: np.ndarray | None = None
+    ways: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def from_outcomes(cls, winners, losers, n_items: int, ties=None, units=None,
@@ -102,6 +105,18 @@ class PairCounts:
                    rows % n_items, totals[:, 0], totals[:, 1], totals[:, 2], n_units, strata)
 
     @classmethod
+    def crossed(cls, n_items: int, voter, prompt, winners, losers, counts, ties=None
+                ) -> PairCounts:
+        """From rows per (voter, prompt, winner, loser), as :meth:`from_rows` takes them
+        with two unit columns (any integer labels): clustered both ways at once."""
+        pairs = np.stack([np.asarray(voter, dtype=np.int64),
+                          np.asarray(prompt, dtype=np.int64)], axis=1).reshape(-1, 2)
+        both, unit = np.unique(pairs, axis=0, return_inverse=True)
+        ways = tuple(np.unique(both[:, k], return_inverse=True)[1].ravel() for k in (0, 1))
+        return replace(cls.from_rows(n_items, unit.ravel(), winners, losers, counts, ties),
+                       ways=ways)
+
+    @classmethod
     def from_matrix(cls, wins) -> PairCounts:
         """Treat a win matrix (fractional cells allowed) as one unit of decisive outcomes."""
         wins = np.asarray(wins, dtype=float)
@@ -165,7 +180,7 @@ class PairCounts:
         ab = np.where(swap, self.ba[keep], self.ab[keep])
         ba = np.where(swap, self.ab[keep], self.ba[keep])
         return PairCounts(items.size, self.unit[keep], np.minimum(a, b), np.maximum(a, b),
-                          ab, ba, self.tie[keep], self.n_units, self.stratum)
+                          ab, ba, self.tie[keep], self.n_units, self.stratum, self.ways)
 
     def unit_totals(self) -> np.ndarray:
         """Votes per unit."""
@@ -174,9 +189,27 @@ class PairCounts:
 
     def effective_units(self) -> float:
         """How many units of equal size the units' votes are worth (see
-        :func:`effective_units`)."""
+        :func:`effective_units`); of two-way data, the fewer of its two ways'."""
+        if self.two_way:
+            return min(self.way(0).effective_units(), self.way(1).effective_units())
         totals = self.unit_totals()
         return effective_units(totals.sum(), (totals ** 2).sum())
+
+    @property
+    def two_way(self) -> bool:
+        """Clustered two ways, each with two units at least (else it is one-way data)."""
+        return self.ways is not None and all(w.size and w.max() >= 1 for w in self.ways)
+
+    def way(self, k: int) -> PairCounts:
+        """Two-way data clustered one way: by voter (``k=0``) or by prompt (1)."""
+        labels = self.ways[k][self.unit]
+        n = self.n_items
+        key = (labels * n + self.a) * n + self.b
+        rows, inverse = np.unique(key, return_inverse=True)
+        sums = np.zeros((rows.size, 3))
+        np.add.at(sums, inverse.ravel(), np.stack([self.ab, self.ba, self.tie], axis=1))
+        return PairCounts(n, rows // (n * n), (rows // n) % n, rows % n, sums[:, 0],
+                          sums[:, 1], sums[:, 2], int(self.ways[k].max()) + 1)
 
     def unit_cells(self) -> sparse.csr_matrix:
         """Units x (n*n) cells of the half-win matrix: ``unit_weights @ unit_cells()`` is

@@ -57,11 +57,17 @@ def instant_intervals(data, fit: BTResult, *, resample: str | None = None,
     :class:`PairCounts`, a :class:`PairMoments` or a win matrix).
 
     ``resample`` "unit" clusters by ``data``'s units (the default when there are several),
-    "vote" treats votes as independent. ``few_units``: clustered intervals as wide as
-    Student's t with ``G - 1`` degrees of freedom makes them, ``G`` the units' effective
+    "vote" treats votes as independent. Two-way data (voters and prompts both varying:
+    :meth:`PairCounts.crossed`, or moments with prompts' cross products) clusters both ways
+    at once, Cameron, Gelbach and Miller's sum of the voter- and the prompt-clustered meats
+    less the votes' own, which stands in for the intersections' (exact where a voter meets
+    a prompt once per pair, wider in expectation where they meet more often).
+    ``few_units``: clustered intervals as wide as Student's t with ``G - 1`` degrees of
+    freedom makes them, ``G`` the units' effective
     number (:meth:`PairCounts.effective_units`), instead of the normal's: a handful of heavy
-    units make the sandwich too small. Raises ValueError for a level outside (0, 1) or a
-    fit of another size."""
+    units make the sandwich too small (two ways: the fewer of the two). Raises ValueError
+    for a level outside (0, 1), a fit of another size, or two-way data with a
+    calibration."""
     if not 0 < level < 1:
         raise ValueError("level must be between 0 and 1")
     moments = data if isinstance(data, PairMoments) else None
@@ -82,13 +88,25 @@ def instant_intervals(data, fit: BTResult, *, resample: str | None = None,
     p = expit(theta[data.a] - theta[data.b])  # P(a beats b)
     games = data.ab + data.ba + data.tie
     bread = _bread(n, data, w * games * p * (1 - p), fit)
+    two_way = resample == "unit" and (data if moments is None else moments).two_way
+    if two_way and calibration is not None:
+        raise ValueError("two-way clustering takes no calibration")
     if moments is not None and resample == "unit":
-        meat = moments.unit_meat(expit(theta[moments.winners] - theta[moments.losers]))
+        p_cell = expit(theta[moments.winners] - theta[moments.losers])
+        meat = moments.unit_meat(p_cell) + (moments.unit_meat(p_cell, 1) if two_way else 0)
+    elif two_way:
+        meat = sum(_unit_meat(way, np.ones(way.a.size), expit(theta[way.a] - theta[way.b]),
+                              None) for way in (data.way(0), data.way(1)))
     else:
         meat = (_vote_meat if resample == "vote" else _unit_meat)(data, w, p, unit_w)
+    if two_way:  # (Cameron, Gelbach and Miller: the intersection's term at the vote level)
+        meat = meat - _vote_meat(data, w, p, unit_w)
     inverse = np.linalg.pinv(bread, hermitian=True)
     centre = np.eye(n) - 1.0 / n
     covariance = centre @ inverse @ meat @ inverse @ centre
+    if two_way:  # (a difference of variances: negative directions are set to none)
+        values, vectors = np.linalg.eigh(covariance)
+        covariance = (vectors * np.clip(values, 0.0, None)) @ vectors.T
     if few_units and resample == "unit":
         effective = data.effective_units() if effective is None else effective
         if effective > 1:  # (one degree of freedom at least: t's tails are finite)

@@ -251,7 +251,8 @@ def vote(task_id: int):
 def leaderboard():
     """Public: the online Elo table (``?criterion=``) over the votes before ``as_of``, the
     period's cut-off (:mod:`arena.analysis.published`). With an analyst token: any method
-    (``bt`` with bootstrap or instant intervals, resampling ``cluster`` units), slice,
+    (``bt`` with instant or bootstrap intervals, resampling ``cluster`` units: voters and
+    prompts by default), slice,
     margins (``margin=continent&margin=gender:female=0.5,male=0.5``) and format (json, csv,
     parquet).
     ---
@@ -303,15 +304,18 @@ def leaderboard():
         rounds=int_arg("bootstrap", 1000, 0, 10_000),
         slice_=slice_from_args(request.args),
         rng=np.random.default_rng(int_arg("seed", 0, 0, 2**32 - 1)),
-        intervals=choice_arg("intervals", "bootstrap", INTERVALS),
-        cluster=choice_arg("cluster", "voter", CLUSTERS),
+        # (bootstrap rounds asked for, and no kind named: bootstrap intervals)
+        intervals=choice_arg("intervals", INTERVALS[0 if "bootstrap" in request.args else 1],
+                             INTERVALS),
+        cluster=choice_arg("cluster", CLUSTERS[0], CLUSTERS),
         margins=request.args.getlist("margin"), poststratify=flag_arg("poststratify"))
     if fmt != "json":
         return _download(exports.ranking_download(ranking, fmt))
     return jsonify(
         criterion=criterion, method=ranking.method, total_votes=ranking.total_votes,
         bootstrap_rounds=ranking.bootstrap_rounds, intervals=ranking.intervals,
-        cluster=ranking.cluster, units=ranking.units, effective_units=ranking.effective_units,
+        cluster=ranking.cluster, units=ranking.units, prompts=ranking.prompts,
+        effective_units=ranking.effective_units,
         effective_votes=ranking.effective_votes,
         flags=ranking.flags, slice=ranking.slice,
         models=[{k: exports.clean(v) for k, v in r.items()} for r in ranking.records()])

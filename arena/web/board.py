@@ -1,7 +1,7 @@
 """The public leaderboard page: per criterion, sliced, with intervals, chart and heatmap.
 
-Intervals here are the instant (sandwich) ones, clustered by voter like the bootstrap of
-the exports, so the page and the files agree.
+Intervals here are the instant (sandwich) ones, clustered by voter and prompt at once, as
+the exports' and ``arena rank``'s default, so the page and the files agree.
 """
 
 from __future__ import annotations

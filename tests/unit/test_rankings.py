@@ -132,12 +132,15 @@ def test_rank_counts_names_flagged_items():
 
 
 def test_tally_groups_by_voter_prompt_or_vote(voted):
-    by_voter = tally("preference")
+    by_voter = tally("preference", cluster="voter")
     by_prompt = tally("preference", cluster="prompt")
     by_vote = tally("preference", cluster="none")
+    both = tally("preference")  # (the default)
     assert by_voter.counts.n_units == 5  # three Europeans, two Asians
     assert by_prompt.counts.n_units > 1 and by_vote.resample == "vote"
-    for other in (by_prompt, by_vote):
+    assert both.counts.two_way and both.cluster == "voter+prompt"
+    assert both.counts.way(0).n_units == 5 and both.counts.way(1).n_units == 2
+    for other in (by_prompt, by_vote, both):
         assert np.array_equal(other.counts.matrix(), by_voter.counts.matrix())
     with pytest.raises(RankingError, match="cluster"):
         tally("preference", cluster="country")
@@ -157,10 +160,14 @@ def test_instant_intervals_for_live_pages_agree_with_the_bootstrap(voted):
         rank_models("preference", intervals="guess")
 
 
-def test_voter_clusters_are_the_default_and_are_flagged_when_few(voted):
+def test_voter_and_prompt_clusters_are_the_default_and_are_flagged_when_few(voted):
     ranking = rank_models("preference", rounds=200, rng=np.random.default_rng(3))
-    assert ranking.cluster == "voter" and ranking.units == 5
-    assert any("resample 5 units" in f for f in ranking.flags)
+    assert ranking.cluster == "voter+prompt" and (ranking.units, ranking.prompts) == (5, 2)
+    assert any("resample 5 voters and 2 prompts" in f for f in ranking.flags)
+    voters = rank_models("preference", rounds=200, rng=np.random.default_rng(3),
+                         cluster="voter")
+    assert voters.cluster == "voter" and voters.units == 5 and voters.prompts is None
+    assert any("resample 5 units" in f for f in voters.flags)
     by_vote = rank_models("preference", rounds=200, cluster="none",
                           rng=np.random.default_rng(3))
     assert by_vote.units is None and not any("units" in f for f in by_vote.flags)

@@ -22,6 +22,7 @@ from arena.models import (
     PublishedFigures,
     RankingRollup,
     RollupComparison,
+    RollupPromptCell,
     RollupVoterCell,
     Vote,
     utcnow,
@@ -80,30 +81,33 @@ def _rolled(as_of=None, cluster="voter"):
                        cluster=cluster)
 
 
-def test_rollup_and_votes_since_give_the_whole_logs_ranking(ctx_any):
+@pytest.mark.parametrize("cluster", ["voter+prompt", "voter"])
+def test_rollup_and_votes_since_give_the_whole_logs_ranking(ctx_any, cluster):
     stamps = _voters(12, seed=1, stamped_from=CUTOFF - timedelta(days=3))
     assert db.session.scalar(select(Vote.created_at).where(Vote.id == stamps[-1])) < CUTOFF
-    before = _scan()
+    before = _scan(cluster=cluster)
+    assert before.cluster == cluster and (before.prompts == 2) == (cluster == "voter+prompt")
     done = rollups.refresh(NOW, batch=17)  # several batches, some sharing voters
     assert sum(d.votes for d in done) == len(stamps)
     assert db.session.get(RankingRollup, "preference").through == CUTOFF
-    _same(_rolled(), before)
+    _same(_rolled(cluster=cluster), before)
     _same(_rolled(cluster="none"), _scan(cluster="none"))
     assert rollups.refresh(NOW)[0].votes == 0  # nothing new: nothing changes
 
     # the same voters and new ones vote on, after the cut-off: read from the log
     _voters(6, seed=2, stamped_from=CUTOFF + timedelta(seconds=1), step=timedelta(seconds=3))
-    _same(_rolled(), _scan())
-    _same(_rolled(as_of=CUTOFF), _scan(as_of=CUTOFF))
+    _same(_rolled(cluster=cluster), _scan(cluster=cluster))
+    _same(_rolled(as_of=CUTOFF, cluster=cluster), _scan(as_of=CUTOFF, cluster=cluster))
 
     # a vote stored now with a stamp before the watermark (a simulation's clock) counts too
     late = _voters(1, seed=3, stamped_from=CUTOFF - timedelta(days=1), step=timedelta(0))
-    _same(_rolled(as_of=CUTOFF), _scan(as_of=CUTOFF))
+    _same(_rolled(as_of=CUTOFF, cluster=cluster), _scan(as_of=CUTOFF, cluster=cluster))
     later = NOW + timedelta(hours=1)
     assert sum(d.votes for d in rollups.refresh(later)) >= len(late)
-    _same(_rolled(), _scan())
-    cells = db.session.scalar(select(func.sum(RollupVoterCell.votes)))
-    assert cells == db.session.scalar(select(func.count()).select_from(Vote))
+    _same(_rolled(cluster=cluster), _scan(cluster=cluster))
+    everything = db.session.scalar(select(func.count()).select_from(Vote))
+    for table in (RollupVoterCell, RollupPromptCell):
+        assert db.session.scalar(select(func.sum(table.votes))) == everything
 
 
 def test_the_public_leaderboard_reads_the_rollup_to_its_cut_off(ctx_any):

@@ -1,5 +1,6 @@
 import io
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -138,3 +139,37 @@ def test_elo_of_a_votes_file_with_intervals(runner, chess_csv):
     assert all(r["online_elo"] == pytest.approx(by_name[r["model"]]) for r in rows)
     assert all(r["ci_low"] <= r["rating"] <= r["ci_high"] for r in rows)
     assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+
+
+def test_a_file_with_voters_and_prompts_is_clustered_both_ways_by_default(runner, tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "votes.csv"
+    rows = ["left,right,winner,voter,prompt"]
+    for _ in range(3000):  # 3 models; prompt p suits model p % 3 best
+        left, right = rng.choice(["a", "b", "c"], 2, replace=False)
+        prompt = int(rng.integers(0, 40))
+        suited = "abc"[prompt % 3]
+        p_left = 0.8 if left == suited else 0.2 if right == suited else 0.5
+        winner = "left" if rng.random() < p_left else "right"
+        rows.append(f"{left},{right},{winner},v{rng.integers(0, 300)},p{prompt}")
+    path.write_text("\n".join(rows) + "\n")
+
+    def ranked(*extra):
+        done = runner.invoke(args=["rank", "--votes", str(path), *extra])
+        assert done.exit_code == 0, done.output
+        return done.stdout
+
+    both = ranked()
+    assert "instant (sandwich) intervals, resampling 300 voters and 40 prompts" in both
+    voters = ranked("--cluster", "voter")
+    assert "resampling 300 voters" in voters and "prompts" not in voters
+
+    def width(table):
+        return [float(high) - float(low) for low, high in re.findall(
+            r"\s(\d+)\u2013(\d+)\s+\d", table)]
+
+    # prompts that suit models differently: the prompts' spread widens every interval
+    assert len(width(both)) == len(width(voters)) == 3, both
+    assert min(np.divide(width(both), width(voters))) > 1.2, (both, voters)
+    boot = ranked("--bootstrap", "100")
+    assert "100 bootstrap rounds, resampling 300 voters and 40 prompts" in boot

@@ -70,9 +70,9 @@ def test_bt_leaderboard_json_with_intervals_and_slices(client, analyst):
     body = client.get("/api/v1/leaderboard?criterion=preference&method=bt&bootstrap=200",
                       headers=headers).json
     assert body["method"] == "bt" and body["bootstrap_rounds"] == 200
-    # two voters: the default voter clusters say how little that is
-    assert body["cluster"] == "voter" and body["units"] == 2
-    assert any("resample 2 units" in f for f in body["flags"])
+    # two voters (and the prompts): the default clusters say how little that is
+    assert body["cluster"] == "voter+prompt" and body["units"] == 2 and body["prompts"] > 1
+    assert any(f"resample 2 voters and {body['prompts']} prompts" in f for f in body["flags"])
     by_vote = client.get("/api/v1/leaderboard?criterion=preference&method=bt&bootstrap=200"
                          "&cluster=none&intervals=instant", headers=headers).json
     assert by_vote["cluster"] == "none" and by_vote["intervals"] == "instant"

@@ -30,13 +30,13 @@ def test_the_request_cost_benchmark_prints_its_figures(flow):
     assert not re.search(r"^\s+page\s", out, re.M), out
     assert re.search(r"^\s+vote\s+18\s", out, re.M), out  # three votes per session
     ratio = re.search(r"ratio ([\d.]+) \(goal >= 0.5\)", out)
-    assert ratio and 0 < float(ratio[1]) < 5, out
+    assert ratio and float(ratio[1]) > 0, out
     floor = re.search(r"protocol floor .*: ([\d.]+) ms per vote, ratio ([\d.]+) to the bare "
                       r"INSERT; Arena at ([\d.]+) of the floor", out)
     if flow:
         assert floor is None, out  # (the floor speaks the JSON API only)
     else:
-        assert floor and float(floor[1]) > 0 and 0 < float(floor[3]) < 5, out
+        assert floor and float(floor[1]) > 0 and float(floor[3]) > 0, out
 
 
 def test_the_request_cost_benchmark_pairs_a_setting():
