@@ -22,7 +22,7 @@ from flask.cli import with_appcontext
 @click.option("--intervals", type=click.Choice(["instant", "bootstrap"]),
               help="95% intervals from the sandwich variance (the default: what the "
               "leaderboard page shows), or by bootstrap (two ways: Owen's pigeonhole "
-              "bootstrap, wider).")
+              "bootstrap with the sandwich's spread).")
 @click.option("--cluster", type=click.Choice(["voter+prompt", "voter", "prompt", "none"]),
               help="What the intervals resample: voters and prompts at once (default; with "
               "--votes, the file's voter and prompt columns that vary), voters, prompts, or "

@@ -10,7 +10,10 @@ What is resampled is what varies between repetitions of the study:
 
 Two-way data (voters and prompts, :meth:`PairCounts.crossed`) resamples voters and prompts
 independently, each (voter, prompt) intersection weighed by the product of their draws
-(Owen's pigeonhole bootstrap: conservative, as it counts the intersections' variance twice).
+(Owen's pigeonhole bootstrap). Where each voter meets a prompt about once, that counts the
+votes' own variance three times (99.9% coverage for 95% asked); the rounds' deviations from
+the estimate are then mapped linearly onto the two-way sandwich's covariance, keeping their
+shape (:func:`_matched`).
 
 Ties stay ties in both: a tie is drawn as a tie and only the fit counts it as half a win.
 Within each stratum, n - 1 of its n units are drawn and weighed n / (n - 1) (Rao and Wu's
@@ -250,7 +253,28 @@ def bootstrap(
         unconverged += 0 if converged else size
         samples[done : done + size] = fitted
         done += size
+    if sampler.crossed is not None:
+        from arena.ranking.sandwich import instant_intervals
+
+        samples = _matched(samples, point.log_strengths,
+                           instant_intervals(data, point, draws=1).covariance)
     return _summarise(point, samples, resample, level, prior_rounds, unconverged)
+
+
+def _matched(samples: np.ndarray, theta: np.ndarray, covariance: np.ndarray) -> np.ndarray:
+    """The rounds' deviations from ``theta`` (centred log-strengths) mapped linearly so their
+    covariance is ``covariance``: the shape of the resampled distribution, its spread the
+    two-way sandwich's (the pigeonhole draws count the votes' own variance thrice)."""
+    def root(matrix, power):
+        values, vectors = np.linalg.eigh(matrix)
+        kept = values > values.max(initial=0.0) * 1e-10
+        scaled = np.where(kept, np.clip(values, 1e-300, None) ** power, 0.0)
+        return (vectors * scaled) @ vectors.T
+
+    centre = theta - theta.mean()
+    deviations = samples - samples.mean(axis=1, keepdims=True) - centre
+    spread = np.cov(deviations, rowvar=False).reshape(theta.size, theta.size)
+    return centre + deviations @ (root(covariance, 0.5) @ root(spread, -0.5)).T
 
 
 def _summarise(point, samples, resample, level, prior_rounds, unconverged) -> BootstrapResult:

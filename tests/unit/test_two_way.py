@@ -125,15 +125,18 @@ def test_two_way_takes_no_calibration_or_strata():
         bootstrap(replace(data, stratum=np.zeros(data.n_units, dtype=int)), rounds=10)
 
 
-def test_the_pigeonhole_bootstrap_draws_voters_and_prompts():
-    winners, losers, voter, prompt = _votes(seed=6, votes=2000)
+@pytest.mark.parametrize("prompt_effect", [0.0, 0.6])
+def test_the_pigeonhole_bootstrap_has_the_two_way_sandwichs_spread(prompt_effect):
+    winners, losers, voter, prompt = _votes(seed=6, votes=2000, prompt_effect=prompt_effect)
     data = _crossed(winners, losers, voter, prompt)
     fit = bradley_terry(data.matrix())
-    both = bootstrap(data, rounds=200, rng=np.random.default_rng(0), fit=fit)
-    voters = bootstrap(data.way(0), rounds=200, rng=np.random.default_rng(0), fit=fit)
-    assert np.all(both.rating_std > voters.rating_std)
-    # (each round a full draw of both ways: no intersection is drawn alone)
+    both = bootstrap(data, rounds=400, rng=np.random.default_rng(0), fit=fit)
+    sandwich = instant_intervals(data, fit)
+    assert np.allclose(both.rating_std, sandwich.rating_std, rtol=0.02)
     assert np.all(both.rating_low < fit.ratings) and np.all(fit.ratings < both.rating_high)
+    if prompt_effect:  # prompts that suit models differently: wider than by voter alone
+        voters = bootstrap(data.way(0), rounds=400, rng=np.random.default_rng(0), fit=fit)
+        assert np.all(both.rating_std > 1.3 * voters.rating_std)
 
 
 def test_clustering_both_ways_covers_where_prompts_suit_models_differently():
