@@ -10,9 +10,10 @@ Nothing but pixels (docs/design.md). An image reaches a voter only as
   twice does not look the same twice;
 * **one size and one encoding**: the :func:`arena.catalog.images.present` square at one of
   ``PRESENT_SIZES``, whatever the source's resolution or aspect ratio;
-* for HYPE, **one byte length per run**: every image and mask of a run is padded to the
-  largest of them (trailing bytes after the WebP data, which decoders ignore), so not even
-  the length of a response tells real from fake.
+* **one byte length per task**: the two images of an arena task are padded to the longer
+  one (:func:`pad_webp`), so "pick the smaller file" cannot answer a pair; for HYPE, **one
+  byte length per run**: every image and mask of a run is padded to the largest of them, so
+  not even the length of a response tells real from fake.
 """
 
 from __future__ import annotations
@@ -92,7 +93,11 @@ def presented(name: str, size: int) -> bytes:
         task = db.session.get(Task, ident)
         if task is None or slot not in ("l", "r") or size not in task_sizes(task):
             raise NotFound("no such image")
-        return presented_bytes(task.left_image if slot == "l" else task.right_image, size)
+        left, right = (presented_bytes(image, size)
+                       for image in (task.left_image, task.right_image))
+        data = left if slot == "l" else right
+        # (both as long as the longer: a damaged gold copy's grain made the larger file)
+        return pad_webp(data, max(len(left), len(right)), key=_key() + data[:64])
     if size != current_app.config["HYPE_PRESENT_SIZE"]:
         raise NotFound("no such image")
     if kind == "h":

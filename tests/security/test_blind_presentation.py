@@ -141,23 +141,29 @@ def test_a_voter_cannot_tell_one_model_from_another_without_looking(app):
                 ids = {"left": row.left_image_id, "right": row.right_image_id}
             for k, side in enumerate(("left", "right")):
                 seen.append(fetch(client, task[side]["url"], truth[side], k))
-                files.setdefault(ids[side], set()).add(seen[-1].digest)
+                files.setdefault(ids[side], []).append(client.get(task[side]["url"]).data)
                 names.setdefault(ids[side], []).append(task[side]["url"])
+            assert seen[-1].length == seen[-2].length  # a task's two files: one length
     assert {(s.width, s.height) for s in seen} == {(384, 384)}
     # a new name for every showing of an image (other tasks, either side, other voters)
     assert all(len(set(urls)) == len(urls) for urls in names.values())
     assert max(len(urls) for urls in names.values()) > 1
-    # The arena pads nothing, and a served file is nothing but its picture: byte for byte
-    # the one presentation (arena.catalog.images.present) of what its owner uploaded, the
-    # same file under every name. Its length, the sizes its header declares and the zeros
-    # it ends with are then properties of the picture alone, as README "Measured" reports;
-    # a rule learnt from an image's other showings tells its model from them whenever two
-    # models' pictures differ, so they are checked here for what they are, not against the
-    # coin's ceiling (which assumes the halves independent).
+    # A served file is its picture and filler: byte for byte the one presentation
+    # (arena.catalog.images.present) of what its owner uploaded, then keyed filler inside
+    # its VP8 chunk up to the length of the longer image of its task
+    # (arena.catalog.presentation.pad_webp). Its length, the sizes its header declares and
+    # the zeros it ends with are then properties of the pictures of its task, as README
+    # "Measured" reports; a rule learnt from an image's other showings tells its model from
+    # them whenever two models' pictures differ, so they are checked here for what they
+    # are, not against the coin's ceiling (which assumes the halves independent).
     with app.app_context():
-        for image_id, digests in files.items():
+        for image_id, served in files.items():
             shown = images.present(images.decode(uploads[image_id]), 384)
-            assert digests == {hashlib.sha256(shown).hexdigest()}, image_id
+            body = shown[20:]
+            for data in served:
+                assert len(data) >= len(shown) and data[20:20 + len(body)] == body, image_id
+                grown = int.from_bytes(data[16:20], "little")
+                assert grown == len(data) - 20 and data[:4] == b"RIFF", image_id
     results = attack(seen, np.random.default_rng(0))
     ceiling = chance_ceiling(len(seen) // 2, ALPHA)
     content = {"byte length", "riff size", "chunk VP8 size", "trailing zeros"}

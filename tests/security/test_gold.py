@@ -506,3 +506,43 @@ def test_filling_the_gold_supply_keeps_to_the_cap_and_needs_a_published_campaign
         gold.fill(draft)
     result = ctx.test_cli_runner().invoke(args=["campaign", "fill-gold", "Draft"])
     assert result.exit_code != 0 and "not published" in result.output
+
+
+def test_the_smaller_file_does_not_answer_a_damaged_gold_pair(live, ctx):
+    """A damaged copy's grain makes the larger file: "pick the smaller file" answered 22 of
+    22 damaged gold pairs right without a look at a pixel. A task's two images are now
+    served equally long, so the rule has nothing to go on."""
+    ctx.config.update(VALIDATION_RATE=1.0, REVEAL_WORD_MS=0)
+    damaged = {c.id: c for c in db.session.scalars(
+        select(Comparison).where(Comparison.gold_kind == "damaged"))}
+    small = ctx.config["PRESENT_SIZES"][0]
+    # the leak is in the stored presentations: the damaged copy's length differs one way
+    # (here smaller: the damage smooths these noisy photos; grain made it larger in the demo)
+    raw = [len(images.presented_bytes(db.session.get(Image, c.correct_image_id), small))
+           < len(images.presented_bytes(db.session.get(Image, c.image_a_id if
+                                                        c.correct_image_id == c.image_b_id
+                                                        else c.image_b_id), small))
+           for c in damaged.values()]
+    assert len(raw) >= 10 and abs(np.mean(raw) - 0.5) > 0.3, raw
+    client = ctx.test_client()
+    right = answered = 0
+    for _ in range(40):
+        body = api_session(client, {"criterion": "preference"}).json
+        for item in body["tasks"]:
+            task = db.session.get(Task, item["task_id"])
+            pair = damaged.get(task.comparison_id)
+            if pair is None:
+                continue
+            lengths = {side: len(client.get(item[side]["url"]).get_data())
+                       for side in ("left", "right")}
+            assert lengths["left"] == lengths["right"], lengths
+            smaller = min(lengths, key=lengths.get)  # (a tie: the left one)
+            correct = "left" if task.left_image_id == pair.correct_image_id else "right"
+            right += smaller == correct
+            answered += 1
+    assert answered >= 20
+    from tests.security.attacks import chance_ceiling
+
+    ceiling = chance_ceiling(answered, 1e-3)
+    # neither "the smaller" nor "the larger file" beats a coin
+    assert 1 - ceiling < right / answered < ceiling, (right, answered)
