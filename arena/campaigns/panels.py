@@ -157,6 +157,16 @@ def admit(join_key: str, params) -> Voter:
     return voter
 
 
+def returning(join_key: str, params) -> bool:
+    """Whether a join link names a participant who already has a voter (False for a link
+    :func:`admit` would refuse)."""
+    try:
+        key = _participant_key(campaign_for(join_key), participant_from(params))
+    except (NotFound, Invalid, PanelPreview):
+        return False
+    return db.session.scalar(select(Voter.id).where(Voter.panel_key == key)) is not None
+
+
 def _participant_key(campaign: Campaign, participant: str) -> str:
     secret = current_app.config["PSEUDONYM_KEY"]
     return hmac.new(str(secret).encode(), f"{campaign.id}:{participant}".encode(),

@@ -3,8 +3,8 @@ so that neither many identities on one network nor one identity on many networks
 
 * ``per_network`` and ``per_voter`` wrap a route with a limit from the configuration.
 * ``new_identity`` counts, per network and across every route that can create a voter
-  (the voter start page, the API's sessions, HYPE stages), only the requests that would
-  create one: a new identity costs more than one request.
+  (the voter start page, the API's sessions, HYPE stages, a panel's join link), only the
+  requests that would create one: a new identity costs more than one request.
 
 An identity is what the route itself reads: the bearer token on the JSON API, the signed
 cookie everywhere else, and only when it belongs to a voter who exists. A made-up token on a
@@ -219,6 +219,9 @@ def per_voter(setting: str):
     return _limited(setting, voter_key)
 
 
-def new_identity():
+def new_identity(returning=None):
+    """The new-identity limit: counted unless the request carries an existing voter's
+    identity, or ``returning()`` (a route's own test that it names an existing voter, in
+    place of the identity the request carries) says so."""
     return _limited("RATE_LIMIT_NEW_VOTERS", network_key, scope="new-identity",
-                    exempt_when=has_identity)
+                    exempt_when=returning or has_identity)

@@ -163,7 +163,10 @@ def _require_voter():
 
 
 @bp.get("/join/<join_key>")
-@limits.per_network("RATE_LIMIT_NEW_VOTERS")
+# (a participant who has joined before is no new identity; their browser's cookie is not
+# theirs to show: the link names them)
+@limits.new_identity(returning=lambda: panels.returning(request.view_args["join_key"],
+                                                        request.args))
 @renders_errors(lambda exc, status, join_key: (render_template(
     "voter/panel_preview.html", message=str(exc)), status))
 def join(join_key: str):

@@ -249,3 +249,38 @@ def test_next_session_reads_a_participants_standing_after_issuing(app, two_campa
         assert db.session.scalar(select(func.count()).select_from(Task).where(
             Task.voter_id == voter.id, Task.answered_at.is_(None),
             Task.shown_at.is_not(None))) == 0
+
+
+def test_a_join_link_draws_on_the_networks_one_identity_budget(two_campaigns, app):
+    """The join link had its own bucket: a /24 that had spent its new identities on the
+    voter pages made as many again as panel participants with made-up ids. A new
+    participant now costs the same budget; a participant coming back does not."""
+    key, _ = two_campaigns
+    app.config.update(RATELIMIT_ENABLED=True, RATE_LIMIT_NEW_VOTERS="3/hour")
+
+    def client_from(k: int):
+        client = app.test_client()
+        client.environ_base["REMOTE_ADDR"] = f"203.0.113.{k}"
+        return client
+
+    first = client_from(1).get(f"/join/{key}", query_string={"PROLIFIC_PID": "returning"})
+    assert first.status_code == 303
+    codes = []
+    for k in range(2, 4):  # the voter page's budget is the same one
+        browser = client_from(k)
+        token = csrf_token(browser.get("/").get_data(as_text=True))
+        codes.append(browser.post("/start", data={"csrf_token": token}).status_code)
+    for k in range(4, 7):  # made-up participant ids from the same /24, a browser each
+        codes.append(client_from(k).get(f"/join/{key}", query_string={
+            "PROLIFIC_PID": f"made-up-{k}"}).status_code)
+    assert codes == [303, 303, 429, 429, 429]
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Voter)) == 3
+    # the participant who joined before comes back, from the same busy network
+    back = client_from(9).get(f"/join/{key}", query_string={"PROLIFIC_PID": "returning"})
+    assert back.status_code == 303
+    # a browser already holding a voter gets no free panel identities either
+    holder = client_from(1)
+    holder.get(f"/join/{key}", query_string={"PROLIFIC_PID": "returning"})
+    assert holder.get(f"/join/{key}", query_string={
+        "PROLIFIC_PID": "someone-new"}).status_code == 429
