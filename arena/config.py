@@ -179,6 +179,8 @@ class Defaults:
     POSTSTRAT_MIN_VOTES = 100
     # Fewer resampling units (voters or prompts) than this, and clustered intervals are flagged.
     MIN_CLUSTERS = 20
+    # a lead that removing fewer than this share of the voters undoes is flagged fragile
+    FRAGILE_SHARE = 0.01
 
     # HYPE (Zhou et al. 2019); shorten the counts for tests and pilots.
     HYPE_QUALIFICATION_TRIALS = 100

@@ -26,10 +26,11 @@ from arena.voting.flags import names as flag_names
 
 FORMATS = ("table", "csv", "json", "parquet")
 COLUMNS = ["rank", "model", "score", "score_low", "score_high", "rating", "ci_low", "ci_high",
-           "rank_best", "rank_worst", "tier", "online_elo", "votes", "wins", "win_rate"]
+           "rank_best", "rank_worst", "tier", "online_elo", "votes", "wins", "win_rate",
+           "lead_voters", "lead_share"]
 
 
-INTEGER_COLUMNS = {"rank", "rank_best", "rank_worst", "tier", "votes"}
+INTEGER_COLUMNS = {"rank", "rank_best", "rank_worst", "tier", "votes", "lead_voters"}
 
 
 def clean(value):
@@ -78,12 +79,20 @@ def to_parquet(ranking: Ranking) -> bytes:
     return buf.getvalue()
 
 
+def _lead(m) -> str:
+    """How many voters the lead over the next model hinges on, for the table."""
+    if m.lead_voters is None:
+        return "-"
+    return f"{m.lead_voters:,d} voters ({100 * m.lead_share:.1f}%)"
+
+
 def to_table(ranking: Ranking) -> str:
     def fmt(x, spec):
         return "-" if x is None else format(x, spec)
 
     header = (f"{'rank':>4}  {'model':24} {'score':>7}  {'rating':>7}  {'95% CI':>15}  "
-              f"{'ranks':>7}  {'tier':>4}  {'online':>7}  {'votes':>8}  {'win%':>6}")
+              f"{'ranks':>7}  {'tier':>4}  {'online':>7}  {'votes':>8}  {'win%':>6}  "
+              f"{'lead holds unless':>17}")
     lines = [header]
     for m in ranking.models:
         ci = "-" if m.ci_low is None else f"{m.ci_low:.0f}–{m.ci_high:.0f}"
@@ -93,7 +102,8 @@ def to_table(ranking: Ranking) -> str:
             f"{fmt(m.rank, '>4') if m.rank else '   -'}  {m.model[:24]:24} "
             f"{fmt(m.score, '7.2f'):>7}  {fmt(m.rating, '7.1f'):>7}  "
             f"{ci:>15}  {ranks:>7}  {fmt(m.tier, '>4')}  {fmt(m.online_elo, '7.1f')}  "
-            f"{m.votes:>8,d}  {fmt(None if m.win_rate is None else 100 * m.win_rate, '6.1f')}")
+            f"{m.votes:>8,d}  {fmt(None if m.win_rate is None else 100 * m.win_rate, '6.1f')}  "
+            f"{_lead(m):>17}")
     title = f"{ranking.method.upper()} ranking"
     if ranking.criterion:
         title += f" — {ranking.criterion}"

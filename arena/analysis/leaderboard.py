@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
+from itertools import pairwise
 
 import numpy as np
 from flask import current_app
@@ -29,6 +30,7 @@ from arena.config import check_criterion
 from arena.extensions import db
 from arena.models import Comparison, EloRating, GenModel, Vote
 from arena.ranking import PairCounts, bootstrap, bradley_terry, instant_intervals
+from arena.ranking.robustness import flips
 
 METHODS = ("bt", "elo")
 INTERVALS = ("bootstrap", "instant")
@@ -51,6 +53,10 @@ class RankedModel:
     votes: int
     wins: float
     win_rate: float | None
+    # the fewest voters whose removal puts the next model level with it or ahead (an exact
+    # refit confirms it; None: not known, or no removal of its supporters would)
+    lead_voters: int | None = None
+    lead_share: float | None = None  # of all the voters
 
 
 @dataclass
@@ -133,7 +139,27 @@ def rank_counts(
         wins=_reorder(weighted, order))
     ranking.flags = _flags([names[i] for i in idle], fit, spread, active_names, ranking,
                            cluster)
+    if cluster in ("voter", TWO_WAY) and resample == "unit" and calibration is None \
+            and isinstance(sub, PairCounts):
+        ranking.flags += _certify(sub.way(0) if sub.two_way else sub, fit, order, rows)
     return ranking
+
+
+def _certify(voters: PairCounts, fit, order, rows) -> list[str]:
+    """Each ranked row's lead over the next: how many voters it hinges on; flags for the
+    leads that fewer than ``FRAGILE_SHARE`` of the voters could undo."""
+    least = current_app.config["FRAGILE_SHARE"] if current_app else 0.01
+    flags = []
+    if len(order) < 2:
+        return flags
+    pairs = list(pairwise(order))
+    for row, below, flip in zip(rows, rows[1:], flips(voters, fit, pairs), strict=False):
+        row.lead_voters, row.lead_share = flip.units, flip.share
+        if flip.units is not None and flip.share < least:
+            flags.append(f"fragile: {row.model} is ahead of {below.model} unless "
+                         f"{flip.units} of {flip.total} voters ({100 * flip.share:.1f}%) are "
+                         "removed")
+    return flags
 
 
 def _one_way(data, cluster: str) -> str:
