@@ -96,6 +96,7 @@ def rank_counts(
     online_elo: dict[str, float] | None = None,
     criterion: str | None = None,
     include_idle: bool = True,
+    certify: bool = True,
 ) -> Ranking:
     """Bradley-Terry ranking of ``names`` from ``data`` (:class:`PairCounts`), with 95%
     intervals from a ``rounds``-round bootstrap (``intervals="bootstrap"``, none when rounds
@@ -105,7 +106,8 @@ def rank_counts(
     ``calibration`` when given. Two-way data whose prompts (or voters) do not vary is
     clustered the other way alone. Models without any
     vote come last, flagged (left out with ``include_idle=False``: public pages do not list
-    models nobody has voted on, which may not have been announced)."""
+    models nobody has voted on, which may not have been announced). ``certify``: count the
+    voters each lead hinges on (:mod:`arena.ranking.robustness`) where units are voters."""
     if intervals not in INTERVALS:
         raise RankingError(f"intervals must be one of {', '.join(INTERVALS)}",
                            field="intervals")
@@ -139,8 +141,8 @@ def rank_counts(
         wins=_reorder(weighted, order))
     ranking.flags = _flags([names[i] for i in idle], fit, spread, active_names, ranking,
                            cluster)
-    if cluster in ("voter", TWO_WAY) and resample == "unit" and calibration is None \
-            and isinstance(sub, PairCounts):
+    if certify and cluster in ("voter", TWO_WAY) and resample == "unit" \
+            and calibration is None and isinstance(sub, PairCounts):
         ranking.flags += _certify(sub.way(0) if sub.two_way else sub, fit, order, rows)
     return ranking
 
@@ -367,7 +369,8 @@ def rank_models(
         ranking = rank_counts(counted.names, counted.counts, rounds=rounds, rng=rng,
                               intervals=intervals, cluster=cluster,
                               calibration=counted.calibration, online_elo=elo_now,
-                              criterion=criterion, include_idle=include_idle)
+                              criterion=criterion, include_idle=include_idle,
+                              certify=not public)  # (refits per request: analysts' only)
     ranking.flags = counted.flags + ranking.flags
     ranking.slice = _described(slice_)
     if counted.margins:
