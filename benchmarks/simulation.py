@@ -525,3 +525,38 @@ def hype_designs() -> list[HypeDesign]:
         *[replace(time, name=f"HYPE-time bias, {t} ms for all, 60 evaluators", threshold_ms=t,
                   evaluator_sd=0.0, evaluators=60) for t in (150, 300, 500, 700)],
     ]
+
+
+# --- a farm ---------------------------------------------------------------------------------
+
+
+def farm_study(seed: int, farm: int = 30, farm_votes: int = 60, honest: int = 600,
+           votes: int = 20_000, taste: float = 0.5):
+    """A farm among an honest crowd (benchmarks/favouritism.py): 8 models 280 Elo points
+    apart first to last; honest voters with tastes and unequal activity; ``farm``
+    identities voting for the weakest model whenever it is shown, at random otherwise.
+    Returns (data, the farm's unit indices, the weakest model)."""
+    rng = np.random.default_rng(seed)
+    n, target = 8, 7
+    theta = np.linspace(0.8, -0.8, n)
+    activity = rng.lognormal(0, 1, honest)
+    voter = rng.choice(honest, size=votes, p=activity / activity.sum())
+    tastes = taste * rng.normal(0, 1, (honest, n))
+    a = rng.integers(0, n, votes)
+    b = (a + rng.integers(1, n, votes)) % n
+    p = 1 / (1 + np.exp(-(theta[a] + tastes[voter, a] - theta[b] - tastes[voter, b])))
+    won = rng.random(votes) < p
+    winners, losers = [np.where(won, a, b)], [np.where(won, b, a)]
+    units = [voter]
+    for k in range(farm):
+        fa = rng.integers(0, n, farm_votes)
+        fb = (fa + rng.integers(1, n, farm_votes)) % n
+        pick_a = np.where(fa == target, True, np.where(fb == target, False,
+                                                      rng.random(farm_votes) < 0.5))
+        winners.append(np.where(pick_a, fa, fb))
+        losers.append(np.where(pick_a, fb, fa))
+        units.append(np.full(farm_votes, honest + k))
+    data = PairCounts.from_outcomes(np.concatenate(winners), np.concatenate(losers), n,
+                                    units=np.concatenate(units))
+    # (units are numbered in label order: the farm's, labelled last, are the last ones)
+    return data, np.arange(data.n_units - farm, data.n_units), target

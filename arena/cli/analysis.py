@@ -156,4 +156,28 @@ def rollup_votes_command():
                f"{campaigns:,d} campaigns' progress")
 
 
+@votes_group.command("suspects")
+@click.option("--criterion", type=click.Choice(["preference", "coherence", "alignment"]),
+              default="preference", show_default=True)
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.01, show_default=True,
+              help="Chance that a crowd voting as it likes has a model flagged.")
+@with_appcontext
+def suspects_command(criterion, alpha):
+    """Voters who favour one model beyond what the crowd's strengths predict, together (a
+    farm's identities voting their model up), most extreme first: their public id, votes,
+    the model and how far (z, about standard normal for a voter like the crowd), and their
+    gold answers."""
+    from arena.analysis.suspects import suspects
+
+    found = suspects(criterion, alpha=alpha)
+    click.echo(f"{len(found):,d} voters favour a model beyond the crowd ({criterion}, "
+               f"alpha {alpha:g})")
+    if found:
+        click.echo(f"{'voter':34} {'votes':>6}  {'model':24} {'z':>6}  gold right/wrong")
+    for s in found:
+        click.echo(f"{s.public_id:34} {s.votes:>6,d}  {s.model[:24]:24} {s.z:6.1f}  "
+                   f"{s.gold_passed}/{s.gold_failed}")
+
+
 COMMANDS = (rank_command, elo_group, votes_group)

@@ -85,3 +85,10 @@ class RoundTrips:
         self.seen = dict.fromkeys(ROUND_TRIP_KINDS.values(), 0)
         call()
         return dict(self.seen)
+
+
+def presented_in(served: bytes, stored) -> bool:
+    """Whether ``served`` is one of the ``stored`` presentations, grown with filler inside
+    its VP8 chunk to its task's length (arena.catalog.presentation.pad_webp)."""
+    return any(len(served) >= len(data) and served[:4] == b"RIFF"
+               and served[20:len(data)] == data[20:] for data in stored)

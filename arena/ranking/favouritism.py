@@ -1,0 +1,85 @@
+"""Voters who favour a model beyond what the crowd's strengths predict.
+
+At the crowd's Bradley-Terry fit, each of voter u's votes on a pair with model m goes m's way
+with probability p. The voter's residual for m, ``r_um = sum(outcome toward m - p)`` (a tie
+half a win), has variance about ``v_um = sum p (1 - p)``, so ``z_um = r_um / sqrt(v_um)`` is
+about standard normal for a voter who votes as the crowd does, and a little wider for one
+with tastes of their own. An identity voting one model up in every pair it meets drifts away
+by about the square root of its votes; but 60 such votes make z only 4 to 5, where the most
+opinionated of a few hundred honest voters reach too (a real taste, cast often, is real
+favour). What a farm cannot hide is that its identities favour **the same model together**.
+So a model is **targeted** when more of its voters pass ``level`` (z of 3) than the largest
+share of such voters among the other models makes likely, a binomial tail below ``alpha``
+over the models; and a voter is flagged when their z for a targeted model passes ``level``.
+A crowd that votes as it likes targets no model but with chance about ``alpha``; a targeted
+model's flags include the honest voters who like it that much (about 1% of its voters), for
+an operator to review.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import bdtrc, expit, ndtr
+
+from arena.ranking.bradley_terry import BTResult
+from arena.ranking.pairs import PairCounts
+
+
+@dataclass(frozen=True)
+class Favouritism:
+    """``z[u, m]``: how far unit u's votes favour model m beyond the fit (0 where u met no
+    pair with m); ``votes[u]``; ``targeted[m]``: many units favour model m together (their
+    z past ``level``)."""
+
+    z: np.ndarray
+    votes: np.ndarray
+    level: float
+    targeted: np.ndarray
+
+    @property
+    def flagged(self) -> np.ndarray:
+        """The units past ``level`` for a targeted model, most extreme first."""
+        past = np.where(self.targeted, self.z, 0.0).max(axis=1, initial=0.0)
+        units = np.flatnonzero(past > self.level)
+        return units[np.argsort(-past[units], kind="stable")]
+
+    @property
+    def favoured(self) -> np.ndarray:
+        """Each unit's most favoured targeted model (its most favoured model if none is)."""
+        if not self.targeted.any():
+            return self.z.argmax(axis=1)
+        return np.where(self.targeted, self.z, -np.inf).argmax(axis=1)
+
+
+def favouritism(data: PairCounts, fit: BTResult, alpha: float = 0.01,
+                level: float = 3.0) -> Favouritism:
+    """Each of ``data``'s units (voters) against ``fit`` (the fit of ``data``). Raises
+    ValueError for ``alpha`` outside (0, 1)."""
+    if not 0 < alpha < 1:
+        raise ValueError("alpha must be between 0 and 1")
+    theta = fit.log_strengths
+    p = expit(theta[data.a] - theta[data.b])
+    games = data.ab + data.ba + data.tie
+    toward_a = data.ab + 0.5 * data.tie - games * p
+    spread = games * p * (1 - p)
+    shape = (data.n_units, data.n_items)
+    residual, variance = np.zeros(shape), np.zeros(shape)
+    np.add.at(residual, (data.unit, data.a), toward_a)
+    np.add.at(residual, (data.unit, data.b), -toward_a)
+    np.add.at(variance, (data.unit, data.a), spread)
+    np.add.at(variance, (data.unit, data.b), spread)
+    z = np.divide(residual, np.sqrt(variance), out=np.zeros(shape), where=variance > 0)
+    met = variance > 0
+    above = (z > level).sum(axis=0)
+    voters = met.sum(axis=0)
+    shares = np.divide(above, voters, out=np.zeros(above.size), where=voters > 0)
+    # the usual share: the largest among the other models (weak models' fans stand out
+    # more than strong models'), no less than the normal's tail
+    others = np.array([np.delete(shares, m).max(initial=0.0) for m in range(shares.size)])
+    usual = np.maximum(others, ndtr(-level))
+    # (P(K >= k) for K binomial over the model's voters at the usual share)
+    tail = bdtrc(np.maximum(above - 1, 0), voters, usual)
+    targeted = (above > 0) & (tail < alpha / max(data.n_items, 1))
+    return Favouritism(z, data.unit_totals(), level, targeted)

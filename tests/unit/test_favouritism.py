@@ -1,0 +1,60 @@
+"""A farm's identities favour their model beyond what the crowd's strengths predict; an
+honest crowd with tastes of its own does not (or hardly ever)."""
+
+import numpy as np
+import pytest
+
+from arena.ranking import PairCounts, bradley_terry
+from arena.ranking.favouritism import favouritism
+from benchmarks.simulation import farm_study as _study
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_every_farm_identity_is_flagged_and_hardly_an_honest_voter(seed):
+    data, farm, target = _study(seed)
+    found = favouritism(data, bradley_terry(data.matrix()))
+    flagged = set(found.flagged.tolist())
+    assert set(farm.tolist()) <= flagged
+    assert np.all(found.favoured[farm] == target)
+    assert list(np.flatnonzero(found.targeted)) == [target]
+    # the honest named with them like the target that much: about 1% of the voters
+    honest = flagged - set(farm.tolist())
+    assert len(honest) <= 0.015 * (data.n_units - farm.size), sorted(honest)
+
+
+def test_an_honest_crowd_with_tastes_targets_no_model():
+    # (alpha 0.01: one study in a hundred may; tastes make the crowd wider than the model)
+    false = 0
+    for seed in range(20):
+        data, _, _ = _study(100 + seed, farm=0)
+        found = favouritism(data, bradley_terry(data.matrix()))
+        false += bool(found.targeted.any()) or found.flagged.size > 0
+    assert false <= 1, false
+
+
+def test_a_single_opinionated_voter_alone_targets_nothing():
+    data, farm, _ = _study(7, farm=1, farm_votes=200)
+    found = favouritism(data, bradley_terry(data.matrix()))
+    assert found.z[farm[0]].max() > 5 and not found.targeted.any()
+
+
+def test_ties_count_half_and_a_voter_without_a_pair_of_a_model_has_no_z():
+    data = PairCounts.from_outcomes([0, 1, 0], [1, 0, 2], 3, ties=[True, False, False],
+                                    units=[0, 0, 1])
+    found = favouritism(data, bradley_terry(data.matrix(), prior=1.0))
+    assert found.z.shape == (2, 3) and found.z[0, 2] == 0.0  # voter 0 never met model 2
+    assert list(found.votes) == [2, 1] and not found.targeted.any()
+    with pytest.raises(ValueError):
+        favouritism(data, bradley_terry(data.matrix(), prior=1.0), alpha=0)
+
+
+def test_the_benchmark_prints_its_table():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, "benchmarks/favouritism.py", "--studies", "1",
+                           "--sizes", "30"], cwd=Path(__file__).resolve().parents[2],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "  30 x 60 votes     1/1       30/30 " in done.stdout, done.stdout
