@@ -230,6 +230,9 @@ class Voter(db.Model):
     # keyed hash of (campaign, the panel's participant id): the panel id is the identity
     panel_key: Mapped[str | None] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # held out of the rankings by an operator (arena votes suspects --hold): every vote of
+    # theirs, past and to come, is flagged ``held``
+    held_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
 class VotingSession(db.Model):

@@ -31,7 +31,18 @@ from datetime import datetime
 
 import numpy as np
 from scipy import sparse
-from sqlalchemy import DateTime, and_, case, func, literal, or_, select, true, union_all
+from sqlalchemy import (
+    DateTime,
+    and_,
+    case,
+    delete,
+    func,
+    literal,
+    or_,
+    select,
+    true,
+    union_all,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 
 from arena.analysis import published
@@ -226,6 +237,14 @@ def moments(criterion: str, ids: list[int], as_of: datetime | None = None
         if again == through:
             return state.moments(ids)
     return None
+
+
+def reset() -> None:
+    """Drop every rollup (not committed): the next :func:`refresh` builds them again from the
+    log. For votes whose flags changed after they were rolled up (a voter held out)."""
+    for table in (RollupVoterCell, RollupPromptCell, RollupComparison, RollupCampaignVoter,
+                  RankingRollup):
+        db.session.execute(delete(table))
 
 
 def pending(now: datetime | None = None) -> int:

@@ -1,19 +1,25 @@
 """Voters whose votes favour one model beyond what the crowd's strengths predict
-(:mod:`arena.ranking.favouritism`), for an operator to review."""
+(:mod:`arena.ranking.favouritism`), for an operator to review, and to hold out: a held
+voter's votes, past and to come, are flagged ``held`` and count nowhere (the rollups are
+built again and the online Elo and counters replayed); released, they count again."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
+from arena.analysis import rollups
 from arena.analysis.tallies import Slice, models, vote_filter
 from arena.config import check_criterion
 from arena.extensions import db
-from arena.models import Vote, Voter
+from arena.infra.database import write_transaction
+from arena.models import Vote, Voter, utcnow
 from arena.ranking import PairCounts, bradley_terry
 from arena.ranking.favouritism import favouritism
+from arena.voting import votes
+from arena.voting.flags import HELD
 
 
 @dataclass(frozen=True)
@@ -51,3 +57,42 @@ def suspects(criterion: str, slice_: Slice | None = None, alpha: float = 0.01
                     names[int(found.favoured[u])], float(found.z[u].max()),
                     people[int(voters[u])].validations_passed,
                     people[int(voters[u])].validations_failed) for u in flagged]
+
+
+def hold(public_ids, progress=None) -> int:
+    """Hold these voters out: flag every vote of theirs ``held`` (and their next ones), build
+    the rollups again from the log and replay the online Elo and counters (``progress`` per
+    vote replayed). Returns how many voters were not held before. Unknown ids are ignored."""
+    return _set_held(public_ids, True, progress)
+
+
+def release(public_ids, progress=None) -> int:
+    """Undo :func:`hold` for these voters. Returns how many were held."""
+    return _set_held(public_ids, False, progress)
+
+
+def held() -> list[tuple[str, int]]:
+    """(public id, votes) of every held voter, held first first."""
+    rows = db.session.execute(
+        select(Voter.public_id, func.count(Vote.id)).outerjoin(Vote, Vote.voter_id == Voter.id)
+        .where(Voter.held_at.is_not(None)).group_by(Voter.id, Voter.public_id, Voter.held_at)
+        .order_by(Voter.held_at, Voter.id)).all()
+    return [(public_id, count) for public_id, count in rows]
+
+
+def _set_held(public_ids, holding: bool, progress) -> int:
+    with write_transaction():
+        rows = db.session.execute(select(Voter.id, Voter.held_at).where(
+            Voter.public_id.in_(list(public_ids)))).all()
+        changed = [voter_id for voter_id, at in rows if (at is None) == holding]
+        if not rows:
+            return 0
+        db.session.execute(update(Voter).where(Voter.id.in_(changed))
+                           .values(held_at=utcnow() if holding else None))
+        # (every vote of theirs, again: one cast while the hold was being decided too)
+        ids = [voter_id for voter_id, _ in rows]
+        flags = Vote.flags.op("|")(HELD) if holding else Vote.flags.op("&")(~HELD)
+        db.session.execute(update(Vote).where(Vote.voter_id.in_(ids)).values(flags=flags))
+        rollups.reset()
+    votes.replay(progress=progress)
+    return len(changed)

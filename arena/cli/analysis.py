@@ -162,15 +162,18 @@ def rollup_votes_command():
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.01, show_default=True,
               help="Chance that a crowd voting as it likes has a model flagged.")
+@click.option("--hold", is_flag=True,
+              help="Hold the voters listed out of every ranking (their votes, past and to "
+              "come, flagged held; the rollups built again, the Elo replayed).")
 @with_appcontext
-def suspects_command(criterion, alpha):
+def suspects_command(criterion, alpha, hold):
     """Voters who favour one model beyond what the crowd's strengths predict, together (a
     farm's identities voting their model up), most extreme first: their public id, votes,
     the model and how far (z, about standard normal for a voter like the crowd), and their
     gold answers."""
-    from arena.analysis.suspects import suspects
+    from arena.analysis import suspects as screen
 
-    found = suspects(criterion, alpha=alpha)
+    found = screen.suspects(criterion, alpha=alpha)
     click.echo(f"{len(found):,d} voters favour a model beyond the crowd ({criterion}, "
                f"alpha {alpha:g})")
     if found:
@@ -178,6 +181,39 @@ def suspects_command(criterion, alpha):
     for s in found:
         click.echo(f"{s.public_id:34} {s.votes:>6,d}  {s.model[:24]:24} {s.z:6.1f}  "
                    f"{s.gold_passed}/{s.gold_failed}")
+    if hold and found:
+        _held(screen.hold, [s.public_id for s in found], "held out")
+
+
+@votes_group.command("release")
+@click.argument("voters", nargs=-1, required=True)
+@with_appcontext
+def release_command(voters):
+    """Count the votes of these held voters (public ids) again."""
+    from arena.analysis import suspects as screen
+
+    _held(screen.release, voters, "released")
+
+
+@votes_group.command("held")
+@with_appcontext
+def held_command():
+    """The voters held out of the rankings, and their votes."""
+    from arena.analysis.suspects import held
+
+    rows = held()
+    click.echo(f"{len(rows):,d} voters held out")
+    for public_id, count in rows:
+        click.echo(f"{public_id:34} {count:>8,d} votes")
+
+
+def _held(change, voters, done: str) -> None:
+    from arena.voting.votes import vote_count
+
+    with click.progressbar(length=vote_count(), label="Replaying votes") as bar:
+        changed = change(voters, progress=bar.update)
+    click.echo(f"{changed:,d} voters {done}; rollups will be built again by the next "
+               "'arena votes rollup'")
 
 
 COMMANDS = (rank_command, elo_group, votes_group)

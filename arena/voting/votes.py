@@ -200,6 +200,8 @@ def _flags(criterion: str, server_ms: int, voter: Voter) -> int:
         flags |= vote_flags.TOO_FAST
     if voter.trust < cfg["TRUST_FLOOR"]:
         flags |= vote_flags.DISTRUSTED
+    if voter.held_at is not None:
+        flags |= vote_flags.HELD
     return flags
 
 

@@ -1,18 +1,29 @@
 """A farm of patient identities, each inside every limit, votes its model up in every pair
 it meets: the identities are named for an operator (arena votes suspects), honest voters
-with tastes of their own are not."""
+with tastes of their own are not, and once held out their votes count nowhere."""
 
 from __future__ import annotations
 
 import numpy as np
+from sqlalchemy import select
 
+from arena.analysis import rollups
+from arena.analysis.leaderboard import online_elo, rank_models
 from arena.analysis.suspects import suspects
-from tests.factories import make_campaign, vote_as
+from arena.extensions import db
+from arena.models import RankingRollup, Vote, Voter
+from arena.voting import matchmaking
+from arena.voting.flags import HELD
+from tests.factories import answer, make_campaign, vote_as
 
 ORDER = ["model-0", "model-1", "model-2", "model-3"]
 
 
-def test_a_farms_identities_are_named_and_honest_voters_are_not(app, runner):
+def _ratings() -> dict[str, float]:
+    return {m.model: m.rating for m in rank_models("preference", intervals="instant").models}
+
+
+def test_a_farm_is_named_then_held_out_of_every_ranking(app, runner):
     app.config.update(VALIDATION_RATE=0.0, REVEAL_WORD_MS=0)
     rng = np.random.default_rng(0)
     with app.app_context():
@@ -24,13 +35,42 @@ def test_a_farms_identities_are_named_and_honest_voters_are_not(app, runner):
                 i = int(rng.integers(0, 3))
                 order[i], order[i + 1] = order[i + 1], order[i]
             honest.append(vote_as({}, order, sessions=4, seed=k).public_id)
-        farm = [vote_as({}, ["model-3", *ORDER[:3]], sessions=4, seed=100 + k).public_id
+        clean = _ratings()
+        farm = [vote_as({}, ["model-3", *ORDER[:3]], sessions=8, seed=100 + k).public_id
                 for k in range(8)]
+        bought = _ratings()
         found = suspects("preference")
+        elo_bought = online_elo("preference")["model-3"]
+    assert bought["model-3"] > clean["model-3"] + 50  # what the farm bought
     assert {s.public_id for s in found} == set(farm), found
     assert all(s.model == "model-3" and s.z > 3 and s.votes >= 6 for s in found)
-    listed = runner.invoke(args=["votes", "suspects", "--criterion", "preference"])
+
+    listed = runner.invoke(args=["votes", "suspects", "--criterion", "preference", "--hold"])
     assert listed.exit_code == 0, listed.output
     assert "8 voters favour a model beyond the crowd" in listed.output
     assert all(public_id in listed.output for public_id in farm)
     assert not any(public_id in listed.output for public_id in honest)
+    assert "8 voters held out" in listed.output
+    with app.app_context():
+        assert _ratings() == clean  # the ratings the farm bought are undone
+        farm_ids = db.session.scalars(select(Voter.id).where(Voter.public_id.in_(farm))).all()
+        flags = db.session.scalars(select(Vote.flags).where(Vote.voter_id.in_(farm_ids))).all()
+        assert flags and all(f & HELD for f in flags)
+        assert db.session.scalar(select(RankingRollup.criterion)) is None  # built again
+        rollups.refresh()
+        rebuilt = _ratings()  # and from the rebuilt rollup
+        assert all(abs(rebuilt[m] - clean[m]) < 1e-6 for m in clean)
+        assert online_elo("preference")["model-3"] < elo_bought  # replayed without them
+        # a held voter's next vote is held too
+        voter = db.session.scalar(select(Voter).where(Voter.public_id == farm[0]))
+        session = matchmaking.start_session(voter, np.random.default_rng(5), "preference")
+        answer(voter, session.tasks[0], "left")
+        assert db.session.scalar(select(Vote.flags).where(
+            Vote.task_id == session.tasks[0].id)) & HELD
+    assert "8 voters held out" in runner.invoke(args=["votes", "held"]).output
+
+    released = runner.invoke(args=["votes", "release", *farm])
+    assert released.exit_code == 0 and "8 voters released" in released.output
+    with app.app_context():
+        assert _ratings()["model-3"] > clean["model-3"] + 50  # counted again
+        assert not any(f & HELD for f in db.session.scalars(select(Vote.flags)))
