@@ -147,6 +147,38 @@ def rank_counts(
     return ranking
 
 
+def take_leads(criterion: str) -> dict[str, list]:
+    """The public board's lead counts for this period (what :func:`_certify` gives the
+    votes before the cut-off, by model name), worked out now if not yet: a fit and refits
+    over the log's votes per voter, for the rollup timer (``arena votes rollup``), never a
+    page, to pay."""
+    def compute(before):
+        counted = tally(criterion, Slice(as_of=before), cluster="voter")
+        ranking = rank_counts(counted.names, counted.counts, rounds=0, cluster="voter",
+                              include_idle=False)
+        return {m.model: [m.lead_voters, m.lead_share, below.model]
+                for m, below in pairwise(ranking.models)}
+
+    return published.figures(f"leads:{criterion}", published.ALL, compute).payload
+
+
+def _published_leads(criterion: str, ranking: Ranking) -> None:
+    """The period's stored lead counts (:func:`take_leads`) on a public ranking of every
+    vote, with its fragile flags; nothing when the timer has not taken them."""
+    stored = published.stored(f"leads:{criterion}", published.ALL)
+    if stored is None or stored.as_of != ranking.as_of:
+        return
+    least = current_app.config["FRAGILE_SHARE"]
+    for row, below in pairwise(ranking.models):
+        lead = stored.payload.get(row.model)
+        if lead is None or lead[2] != below.model:  # (the same order, as it must be)
+            continue
+        row.lead_voters, row.lead_share = lead[:2]
+        if lead[0] is not None and lead[1] < least:
+            ranking.flags.append(f"fragile: {row.model} is ahead of {below.model} unless "
+                                 f"{lead[0]} voters ({100 * lead[1]:.1f}%) are removed")
+
+
 def _certify(voters: PairCounts, fit, order, rows) -> list[str]:
     """Each ranked row's lead over the next: how many voters it hinges on; flags for the
     leads that fewer than ``FRAGILE_SHARE`` of the voters could undo."""
@@ -358,6 +390,8 @@ def rank_models(
             rolled.names, rolled.counts, rounds=rounds, rng=rng, intervals=intervals,
             cluster=cluster, online_elo=elo_now, criterion=criterion, include_idle=include_idle)
         ranking.slice, ranking.as_of = _described(slice_), slice_.as_of
+        if public:
+            _published_leads(criterion, ranking)
         return ranking
     counted: Tally = tally(criterion, slice_, cluster=cluster, margins=margins)
     if public and slice_.active() and _too_few_voters(counted, cluster):

@@ -96,6 +96,13 @@ def figures(kind: str, key: int, compute: Callable[[datetime], Any],
     return stored
 
 
+def stored(kind: str, key: int, now: datetime | None = None) -> Published | None:
+    """The figures ``kind`` of ``key`` for the current period if some request (or the
+    timer) has taken them, else None: for figures no page may pay for."""
+    found = _stored(kind, key, period_start(now), lambda p: p)
+    return None if found is _UNREADABLE else found
+
+
 def forget(_sender=None, **_details) -> None:
     """Drop every stored figure: the next request of each page takes them afresh (after a
     replay, an import or a restore that rewrote the votes, and in tests; wired to

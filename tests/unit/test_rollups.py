@@ -251,3 +251,26 @@ def test_the_rollup_command_reports_what_it_added(app):
                 ("progress", campaign)} <= set(taken)
     again = app.test_cli_runner().invoke(args=["votes", "rollup"])
     assert "preference: 0 votes added" in again.output
+
+
+def test_the_public_board_carries_the_lead_counts_the_timer_took(app):
+    with app.app_context():
+        current_app.config["VALIDATION_RATE"] = 0.0
+        make_campaign(n_prompts=2, n_models=4)
+        _voters(12, seed=8, stamped_from=published.cutoff() - timedelta(days=1))
+        shown = rank_models("preference", intervals="instant", public=True, include_idle=False)
+        assert all(m.lead_voters is None for m in shown.models)  # no page pays for them
+    assert app.test_cli_runner().invoke(args=["votes", "rollup"]).exit_code == 0
+    with app.app_context():
+        current_app.config["FRAGILE_SHARE"] = 0.5  # (a dozen voters: every lead is fragile)
+        board = rank_models("preference", intervals="instant", public=True, include_idle=False)
+        # (the votes per voter before the cut-off, from the log: what the timer fitted)
+        counted = tally("preference", Slice(as_of=board.as_of), cluster="voter")
+        analyst = rank_counts(counted.names, counted.counts, intervals="instant",
+                              cluster="voter", include_idle=False)
+        assert [(m.model, m.lead_voters, m.lead_share) for m in board.models] == \
+            [(m.model, m.lead_voters, m.lead_share) for m in analyst.models]
+        assert any(m.lead_voters for m in board.models)
+        fragile = [f.replace(" of 12 voters", " voters") for f in analyst.flags
+                   if f.startswith("fragile")]
+        assert fragile and [f for f in board.flags if f.startswith("fragile")] == fragile
