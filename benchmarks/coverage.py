@@ -8,8 +8,9 @@ and 20k votes, 40% ties, careless voters with tastes of their own, prompt effect
 post-stratification cells) it simulates ``--replicates`` studies from known strengths and
 prints, per method, the share of models whose 95% interval covered the truth (target 93-97%),
 the mean width in Elo points, the share of studies where every interval of the table covered
-at once, the share where every model's true rank was inside its rank set, and the share where
-a tier put a truly worse model ahead of a better one. "old bootstrap" (single votes resampled)
+at once, the share where every model's true rank was inside its rank set, the share where
+some "surely ahead" call was wrong, and the share where a tier put a truly worse model above
+a better one. "old bootstrap" (single votes resampled)
 and "instant normal" (the sandwich with the normal's quantiles, not Student's t with the
 effective units) are shown for comparison. Elo's intervals are checked on the same designs
 (against Elo averaged over orders), Davidson's on the tie designs (against the generating
@@ -61,7 +62,7 @@ def main() -> None:
                      + "; ".join(names))
     print(f"{args.replicates} replicates per design, {args.rounds} bootstrap rounds\n")
     print(f"{'design':58s} {'method':14s} {'covered':>8s} {'width':>7s} {'all at once':>11s} "
-          f"{'rank sets':>9s} {'tier errors':>11s}")
+          f"{'rank sets':>9s} {'wrong calls':>11s} {'tier order':>10s}")
     worst = {}
     for design in designs():
         if args.only and args.only not in design.name:
@@ -74,12 +75,14 @@ def main() -> None:
         for method in slow:  # Elo: 1,000 replays; Davidson: 200 refits
             extra = coverage(design, args.slow_replicates, 1000 if method == ELO else 200,
                              methods=(method,), seed=1)
-            for field in ("covered", "width", "all_covered", "rank_sets", "tier_errors"):
+            for field in ("covered", "width", "all_covered", "rank_sets", "tier_errors",
+                          "tier_order"):
                 getattr(result, field).update(getattr(extra, field))
         for method in (*fast, *slow):
             print(f"{design.name:58s} {method:14s} {result.covered[method]:8.1%} "
                   f"{result.width[method]:7.1f} {result.all_covered[method]:11.1%} "
-                  f"{result.rank_sets[method]:9.1%} {result.tier_errors[method]:11.1%}")
+                  f"{result.rank_sets[method]:9.1%} {result.tier_errors[method]:11.1%} "
+                  f"{result.tier_order[method]:10.1%}")
             if method not in (OLD, NORMAL):
                 worst[(design.name, method)] = result.covered[method]
         print(f"{'':58s} ({time.perf_counter() - t0:.0f} s)", flush=True)

@@ -219,7 +219,8 @@ class Coverage:
     width: dict[str, float]
     all_covered: dict[str, float]
     rank_sets: dict[str, float]
-    tier_errors: dict[str, float]
+    tier_errors: dict[str, float]  # a wrong "surely ahead" call
+    tier_order: dict[str, float]  # a truly worse model in a better tier
 
 
 ELO = "elo"
@@ -297,8 +298,8 @@ def coverage(design: Design, replicates: int = 200, rounds: int = 500,
             truths[method] = truths["bt"]
     calibration = design.calibration()
     rng = np.random.default_rng(seed)
-    tallies = {m: {"covered": 0, "width": 0.0, "all": 0, "ranks": 0, "tiers": 0}
-               for m in methods}
+    tallies = {m: {"covered": 0, "width": 0.0, "all": 0, "ranks": 0, "tiers": 0,
+                   "tier order": 0} for m in methods}
     for _ in range(replicates):
         raw = design.draw(rng)
         data = raw.counts(design.items, design.cluster, bool(design.cells))
@@ -316,6 +317,8 @@ def coverage(design: Design, replicates: int = 200, rounds: int = 500,
             t["all"] += bool(hit.all())
             t["ranks"] += bool(np.all((sets.best <= true_rank) & (true_rank <= sets.worst)))
             t["tiers"] += bool(np.any(sets.ahead & (order_truth[:, None] < order_truth[None, :])))
+            t["tier order"] += bool(np.any((sets.tier[:, None] < sets.tier[None, :])
+                                           & (order_truth[:, None] < order_truth[None, :])))
         if progress is not None:
             progress(1)
     n = replicates
@@ -325,7 +328,8 @@ def coverage(design: Design, replicates: int = 200, rounds: int = 500,
         width={m: t["width"] / n for m, t in tallies.items()},
         all_covered={m: t["all"] / n for m, t in tallies.items()},
         rank_sets={m: t["ranks"] / n for m, t in tallies.items()},
-        tier_errors={m: t["tiers"] / n for m, t in tallies.items()})
+        tier_errors={m: t["tiers"] / n for m, t in tallies.items()},
+        tier_order={m: t["tier order"] / n for m, t in tallies.items()})
 
 
 def designs() -> list[Design]:

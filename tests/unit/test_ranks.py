@@ -16,16 +16,20 @@ def _check_consistent(point, sets):
     assert not np.any(ahead & ahead.T)  # never both ways
     for i in range(n):
         assert 1 <= sets.best[i] <= order_rank[i] <= sets.worst[i] <= n
-        # the tier is the longest chain of "surely ahead" leading to an item, so an item in
-        # tier k has at least k - 1 items surely ahead of it: it cannot rank above k
+        # every item of the tiers above is surely ahead of it: it cannot rank above its tier
         assert sets.best[i] >= sets.tier[i]
         for j in range(n):
-            if sets.tier[i] == sets.tier[j]:
-                assert not ahead[i, j]  # one tier: nobody surely ahead of another
+            if sets.tier[i] < sets.tier[j]:  # a better tier: surely ahead, and estimated so
+                assert ahead[i, j] and point[i] >= point[j]
             if ahead[i, j]:
-                assert sets.tier[j] > sets.tier[i] and point[i] > point[j]
-        if sets.tier[i] > 1:  # something of the tier above is surely ahead of it
-            assert np.any(ahead[:, i] & (sets.tier == sets.tier[i] - 1))
+                assert sets.tier[j] >= sets.tier[i] and point[i] > point[j]
+    # tiers follow the estimates, from 1 without gaps, and cut wherever they can
+    order = np.argsort(-point, kind="stable")
+    steps = np.diff(sets.tier[order])
+    assert sets.tier[order[0]] == 1 and np.all((steps == 0) | (steps == 1))
+    for p in range(1, n):
+        clean = ahead[np.ix_(order[:p], order[p:])].all()
+        assert clean == (sets.tier[order[p]] > sets.tier[order[p - 1]])
 
 
 @settings(max_examples=150, deadline=None)
