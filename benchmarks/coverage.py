@@ -23,6 +23,7 @@ sqrt(0.05 * 0.95 / (R n)).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -40,6 +41,15 @@ from benchmarks.simulation import (
     hype_coverage,
     hype_designs,
 )
+
+
+def _pct(value: float, width: int) -> str:
+    """A share, or "-" where no study showed an interval."""
+    return f"{'-':>{width}s}" if math.isnan(value) else f"{value:{width}.1%}"
+
+
+def _num(value: float, width: int) -> str:
+    return f"{'-':>{width}s}" if math.isnan(value) else f"{value:{width}.1f}"
 
 
 def main() -> None:
@@ -62,7 +72,7 @@ def main() -> None:
                      + "; ".join(names))
     print(f"{args.replicates} replicates per design, {args.rounds} bootstrap rounds\n")
     print(f"{'design':58s} {'method':14s} {'covered':>8s} {'width':>7s} {'all at once':>11s} "
-          f"{'rank sets':>9s} {'wrong calls':>11s} {'tier order':>10s}")
+          f"{'rank sets':>9s} {'wrong calls':>11s} {'tier order':>10s} {'withheld':>8s}")
     worst = {}
     for design in designs():
         if args.only and args.only not in design.name:
@@ -76,14 +86,14 @@ def main() -> None:
             extra = coverage(design, args.slow_replicates, 1000 if method == ELO else 200,
                              methods=(method,), seed=1)
             for field in ("covered", "width", "all_covered", "rank_sets", "tier_errors",
-                          "tier_order"):
+                          "tier_order", "withheld"):
                 getattr(result, field).update(getattr(extra, field))
         for method in (*fast, *slow):
-            print(f"{design.name:58s} {method:14s} {result.covered[method]:8.1%} "
-                  f"{result.width[method]:7.1f} {result.all_covered[method]:11.1%} "
-                  f"{result.rank_sets[method]:9.1%} {result.tier_errors[method]:11.1%} "
-                  f"{result.tier_order[method]:10.1%}")
-            if method not in (OLD, NORMAL):
+            print(f"{design.name:58s} {method:14s} {_pct(result.covered[method], 8)} "
+                  f"{_num(result.width[method], 7)} {_pct(result.all_covered[method], 11)} "
+                  f"{_pct(result.rank_sets[method], 9)} {_pct(result.tier_errors[method], 11)} "
+                  f"{_pct(result.tier_order[method], 10)} {result.withheld[method]:8.1%}")
+            if method not in (OLD, NORMAL) and result.withheld.get(method, 0) < 1:
                 worst[(design.name, method)] = result.covered[method]
         print(f"{'':58s} ({time.perf_counter() - t0:.0f} s)", flush=True)
     print(f"\n{'HYPE design':46s} {'method':16s} {'truth':>7s} {'covered':>8s} {'width':>7s} "

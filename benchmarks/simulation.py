@@ -221,6 +221,7 @@ class Coverage:
     rank_sets: dict[str, float]
     tier_errors: dict[str, float]  # a wrong "surely ahead" call
     tier_order: dict[str, float]  # a truly worse model in a better tier
+    withheld: dict[str, float]  # studies where no interval is shown (the rest: among shown)
 
 
 ELO = "elo"
@@ -299,12 +300,15 @@ def coverage(design: Design, replicates: int = 200, rounds: int = 500,
     calibration = design.calibration()
     rng = np.random.default_rng(seed)
     tallies = {m: {"covered": 0, "width": 0.0, "all": 0, "ranks": 0, "tiers": 0,
-                   "tier order": 0} for m in methods}
+                   "tier order": 0, "withheld": 0} for m in methods}
     for _ in range(replicates):
         raw = design.draw(rng)
         data = raw.counts(design.items, design.cluster, bool(design.cells))
         fit = bradley_terry(data.weighted_matrix(calibration))
         for method in methods:
+            if method in SHOWN and _withheld(design, data):  # (as the leaderboard does)
+                tallies[method]["withheld"] += 1
+                continue
             low, high, sets = _interval(method, design, raw, data, fit, calibration, rounds,
                                         rng)
             order_truth, truth = truths[method]
@@ -321,15 +325,31 @@ def coverage(design: Design, replicates: int = 200, rounds: int = 500,
                                            & (order_truth[:, None] < order_truth[None, :])))
         if progress is not None:
             progress(1)
-    n = replicates
+    shown = {m: replicates - t["withheld"] for m, t in tallies.items()}
+
+    def share(key, per=1):
+        return {m: t[key] / (shown[m] * per) if shown[m] else float("nan")
+                for m, t in tallies.items()}
+
     return Coverage(
-        design.name, n,
-        covered={m: t["covered"] / (n * design.items) for m, t in tallies.items()},
-        width={m: t["width"] / n for m, t in tallies.items()},
-        all_covered={m: t["all"] / n for m, t in tallies.items()},
-        rank_sets={m: t["ranks"] / n for m, t in tallies.items()},
-        tier_errors={m: t["tiers"] / n for m, t in tallies.items()},
-        tier_order={m: t["tier order"] / n for m, t in tallies.items()})
+        design.name, replicates, covered=share("covered", design.items),
+        width=share("width"), all_covered=share("all"), rank_sets=share("ranks"),
+        tier_errors=share("tiers"), tier_order=share("tier order"),
+        withheld={m: t["withheld"] / replicates for m, t in tallies.items()})
+
+
+# The methods the leaderboard and the API show (bootstrap and instant): they show none where
+# a few voters cast most votes (arena.analysis.leaderboard._concentrated).
+SHOWN = ("bootstrap", "instant")
+
+
+def _withheld(design: Design, data: PairCounts, least: int = 20) -> bool:
+    """Whether Arena shows no interval for this study: many voters worth fewer than
+    ``least`` of equal size."""
+    if design.cluster not in ("voter", "voter+prompt") or design.cells:
+        return False
+    voters = data.way(0) if data.two_way else data
+    return voters.n_units >= least and voters.effective_units() < least
 
 
 def designs() -> list[Design]:

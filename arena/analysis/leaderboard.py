@@ -29,7 +29,7 @@ from arena.analysis.tallies import (
 from arena.config import check_criterion
 from arena.extensions import db
 from arena.models import Comparison, EloRating, GenModel, Vote
-from arena.ranking import PairCounts, bootstrap, bradley_terry, instant_intervals
+from arena.ranking import PairCounts, PairMoments, bootstrap, bradley_terry, instant_intervals
 from arena.ranking.robustness import flips
 
 METHODS = ("bt", "elo")
@@ -120,6 +120,9 @@ def rank_counts(
     cluster = _one_way(sub, cluster)
     resample = "unit" if cluster != "none" and sub.n_units > 1 else "vote"
     spread = _intervals(sub, fit, intervals, rounds, rng, resample, calibration)
+    concentrated = _concentrated(sub, cluster, resample) if spread is not None else None
+    if concentrated is not None:
+        spread = None
     active_names = [names[i] for i in active]
     order = np.argsort(-fit.scores, kind="stable")
     elo_now = online_elo or {}
@@ -141,6 +144,8 @@ def rank_counts(
         wins=_reorder(weighted, order))
     ranking.flags = _flags([names[i] for i in idle], fit, spread, active_names, ranking,
                            cluster)
+    if concentrated is not None:
+        ranking.flags.append(concentrated)
     if certify and cluster in ("voter", TWO_WAY) and resample == "unit" \
             and calibration is None and isinstance(sub, PairCounts):
         ranking.flags += _certify(sub.way(0) if sub.two_way else sub, fit, order, rows)
@@ -194,6 +199,26 @@ def _certify(voters: PairCounts, fit, order, rows) -> list[str]:
                          f"{flip.units} of {flip.total} voters ({100 * flip.share:.1f}%) are "
                          "removed")
     return flags
+
+
+def _concentrated(sub, cluster: str, resample: str) -> str | None:
+    """Why a ranking shows no intervals: many voters, but a few cast most of the votes, so
+    that they are worth fewer than ``MIN_CLUSTERS`` of equal size. Clustered intervals then
+    cover less than they say (three voters with a fifth of the votes each: 85-90% where 95%
+    is said, benchmarks/coverage.py), and none is shown. None when they may be."""
+    if resample != "unit" or cluster not in ("voter", TWO_WAY):
+        return None
+    least = current_app.config["MIN_CLUSTERS"] if current_app else 20
+    voters = _voters(sub)
+    if isinstance(sub, PairMoments):
+        worth = replace(sub, prompt_cross=None, n_prompts=0).effective_units()
+    else:
+        worth = (sub.way(0) if sub.two_way else sub).effective_units()
+    if voters < least or worth >= least:
+        return None
+    return (f"too few effective voters: a few cast most votes, so the {voters:,d} voters are "
+            f"worth {worth:.0f} of equal size (fewer than {least}); no intervals are shown, "
+            "as they would cover less than they say")
 
 
 def _one_way(data, cluster: str) -> str:
