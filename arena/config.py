@@ -181,6 +181,10 @@ class Defaults:
     MIN_CLUSTERS = 20
     # a lead that removing fewer than this share of the voters undoes is flagged fragile
     FRAGILE_SHARE = 0.01
+    # the rollup timer holds out the voters who favour one model together beyond the crowd
+    # (arena.analysis.suspects.screen), once a period, at this chance of a false alarm
+    SCREEN_HOLDS = True
+    SCREEN_ALPHA = 0.01
 
     # HYPE (Zhou et al. 2019); shorten the counts for tests and pilots.
     HYPE_QUALIFICATION_TRIALS = 100

@@ -233,6 +233,8 @@ class Voter(db.Model):
     # held out of the rankings by an operator (arena votes suspects --hold): every vote of
     # theirs, past and to come, is flagged ``held``
     held_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # released by an operator: the screen holds them no more (an operator still may)
+    released_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
 class VotingSession(db.Model):

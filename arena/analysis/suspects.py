@@ -8,11 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from flask import current_app
 from sqlalchemy import func, select, update
 
-from arena.analysis import rollups
+from arena.analysis import published, rollups
 from arena.analysis.tallies import Slice, models, vote_filter
-from arena.config import check_criterion
+from arena.config import CRITERIA, check_criterion
 from arena.extensions import db
 from arena.infra.database import write_transaction
 from arena.models import Vote, Voter, utcnow
@@ -87,8 +88,9 @@ def _set_held(public_ids, holding: bool, progress) -> int:
         changed = [voter_id for voter_id, at in rows if (at is None) == holding]
         if not rows:
             return 0
-        db.session.execute(update(Voter).where(Voter.id.in_(changed))
-                           .values(held_at=utcnow() if holding else None))
+        now = utcnow()
+        db.session.execute(update(Voter).where(Voter.id.in_(changed)).values(
+            held_at=now if holding else None, released_at=None if holding else now))
         # (every vote of theirs, again: one cast while the hold was being decided too)
         ids = [voter_id for voter_id, _ in rows]
         flags = Vote.flags.op("|")(HELD) if holding else Vote.flags.op("&")(~HELD)
@@ -96,3 +98,20 @@ def _set_held(public_ids, holding: bool, progress) -> int:
         rollups.reset()
     votes.replay(progress=progress)
     return len(changed)
+
+
+def screen(progress=None) -> list[str]:
+    """Hold out the voters :func:`suspects` names in any criterion, but those already held
+    and those an operator released: once per period, from the rollup timer (a scan of the
+    votes per voter). Returns the public ids held now."""
+    def run(_before) -> list[str]:
+        named = {s.public_id for criterion in CRITERIA
+                 for s in suspects(criterion, alpha=current_app.config["SCREEN_ALPHA"])}
+        fresh = db.session.scalars(select(Voter.public_id).where(
+            Voter.public_id.in_(sorted(named)), Voter.held_at.is_(None),
+            Voter.released_at.is_(None))).all() if named else []
+        if fresh:
+            hold(fresh, progress)
+        return sorted(fresh)
+
+    return published.figures("screen", published.ALL, run).payload

@@ -141,11 +141,19 @@ def rollup_votes_command():
     """Add the votes stamped since the last run to the rollups, up to the public pages'
     cut-off, so rankings and public counts of every vote read them instead of the whole
     log; then take the period's public figures (the online Elo, the campaign list, each
-    published campaign's progress) if no page has yet. Run it from a timer (every few
-    minutes); it is idempotent and safe to run twice at once."""
-    from arena.analysis import rollups
+    published campaign's progress, the lead counts) if no page has yet. Once a period it
+    first holds out the voters who favour one model together beyond the crowd (see
+    'arena votes suspects'; SCREEN_HOLDS). Run it from a timer (every few minutes); it is
+    idempotent and safe to run twice at once."""
+    from flask import current_app
+
+    from arena.analysis import rollups, suspects
     from arena.campaigns.progress import take_public_figures
 
+    if current_app.config["SCREEN_HOLDS"]:
+        held = suspects.screen()
+        click.echo(f"the farm screen held out {len(held):,d} voters this period"
+                   + (f": {', '.join(held)}" if held else ""))
     with click.progressbar(length=rollups.pending(), label="Rolling up votes") as bar:
         done = rollups.refresh(progress=lambda _criterion, votes: bar.update(votes))
     for step in done:

@@ -74,3 +74,37 @@ def test_a_farm_is_named_then_held_out_of_every_ranking(app, runner):
     with app.app_context():
         assert _ratings()["model-3"] > clean["model-3"] + 50  # counted again
         assert not any(f & HELD for f in db.session.scalars(select(Vote.flags)))
+
+
+def test_the_rollup_timer_holds_a_farm_out_and_respects_a_release(app, runner):
+    app.config.update(VALIDATION_RATE=0.0, REVEAL_WORD_MS=0)
+    rng = np.random.default_rng(1)
+    with app.app_context():
+        make_campaign(n_prompts=3, n_models=4)
+        for k in range(30):
+            order = list(ORDER)
+            if k % 3 == 0:
+                i = int(rng.integers(0, 3))
+                order[i], order[i + 1] = order[i + 1], order[i]
+            vote_as({}, order, sessions=4, seed=k)
+        farm = sorted(vote_as({}, ["model-3", *ORDER[:3]], sessions=8, seed=200 + k).public_id
+                      for k in range(8))
+    timer = runner.invoke(args=["votes", "rollup"])
+    assert timer.exit_code == 0, timer.output
+    assert f"the farm screen held out 8 voters this period: {', '.join(farm)}" in timer.output
+    with app.app_context():
+        held = set(db.session.scalars(select(Voter.public_id).where(
+            Voter.held_at.is_not(None))))
+        assert held == set(farm)
+    # the same period: the screen has run (it says what it did); a release by an operator
+    # outlives the next periods' screens
+    assert "held out 8 voters this period" in runner.invoke(args=["votes", "rollup"]).output
+    assert runner.invoke(args=["votes", "release", farm[0]]).exit_code == 0
+    with app.app_context():
+        from arena.analysis import published
+
+        published.forget()  # (as a new period would)
+    again = runner.invoke(args=["votes", "rollup"])
+    assert "held out 0 voters" in again.output, again.output
+    with app.app_context():
+        assert db.session.scalar(select(Voter.held_at).where(Voter.public_id == farm[0])) is None

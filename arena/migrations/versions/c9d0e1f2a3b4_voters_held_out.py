@@ -16,8 +16,10 @@ depends_on = None
 
 def upgrade():
     op.add_column('voter', sa.Column('held_at', sa.DateTime(), nullable=True))
+    op.add_column('voter', sa.Column('released_at', sa.DateTime(), nullable=True))
 
 
 def downgrade():
     # (in place on SQLite too: a batch copy of the voter table breaks the keys that name it)
+    op.execute("ALTER TABLE voter DROP COLUMN released_at")
     op.execute("ALTER TABLE voter DROP COLUMN held_at")
