@@ -155,12 +155,14 @@ def rank_counts(
 def take_leads(criterion: str) -> dict[str, list]:
     """The public board's lead counts for this period (what :func:`_certify` gives the
     votes before the cut-off, by model name), worked out now if not yet: a fit and refits
-    over the log's votes per voter, for the rollup timer (``arena votes rollup``), never a
-    page, to pay."""
+    over the votes per voter (the rollup's voter counts, once it has reached the cut-off),
+    for the rollup timer (``arena votes rollup``), never a page, to pay."""
     def compute(before):
-        counted = tally(criterion, Slice(as_of=before), cluster="voter")
-        ranking = rank_counts(counted.names, counted.counts, rounds=0, cluster="voter",
-                              include_idle=False)
+        ids, names = models()
+        rolled = rollups.voter_counts(criterion, ids, before)
+        counts = rolled[1] if rolled is not None else tally(
+            criterion, Slice(as_of=before), cluster="voter").counts
+        ranking = rank_counts(names, counts, rounds=0, cluster="voter", include_idle=False)
         return {m.model: [m.lead_voters, m.lead_share, below.model]
                 for m, below in pairwise(ranking.models)}
 

@@ -60,7 +60,7 @@ from arena.models import (
     Vote,
     utcnow,
 )
-from arena.ranking import PairMoments
+from arena.ranking import PairCounts, PairMoments
 from arena.ranking.moments import cross_products
 
 BATCH_VOTES = 50_000  # per transaction: bounded memory, and the lock held for seconds at most
@@ -237,6 +237,34 @@ def moments(criterion: str, ids: list[int], as_of: datetime | None = None
         if again == through:
             return state.moments(ids)
     return None
+
+
+def voter_counts(criterion: str, ids: list[int], as_of: datetime
+                 ) -> tuple[np.ndarray, PairCounts] | None:
+    """Every counted vote of ``criterion`` stamped before ``as_of`` per voter, from the
+    voters' rolled-up counts, when the rollup stops exactly there (the timer's cut-off) and
+    no vote it lacks was stamped before it: (the voter ids, the counts over the models
+    ``ids``, units numbered as the voter ids are). None otherwise (read the log)."""
+    row = db.session.get(RankingRollup, criterion, populate_existing=True)
+    if row is None or row.through != as_of:
+        return None
+    late = db.session.execute(select(Vote.id).where(
+        Vote.criterion == criterion, Vote.id > row.last_vote_id,
+        Vote.created_at < row.through).limit(1)).first()
+    if late is not None:
+        return None
+    rows = _array(db.session.execute(
+        select(RollupVoterCell.voter_id, RollupVoterCell.winner_model_id,
+               RollupVoterCell.loser_model_id, RollupVoterCell.votes)
+        .where(RollupVoterCell.criterion == criterion, RollupVoterCell.votes > 0)).all())
+    index = np.full(max(ids, default=0) + 1, -1)
+    index[ids] = np.arange(len(ids))
+    known = (rows[:, 1] < index.size) & (rows[:, 2] < index.size)
+    rows = rows[known]
+    rows = rows[(index[rows[:, 1]] >= 0) & (index[rows[:, 2]] >= 0)]
+    voters, unit = np.unique(rows[:, 0], return_inverse=True)
+    return voters, PairCounts.from_rows(len(ids), unit.ravel(), index[rows[:, 1]],
+                                        index[rows[:, 2]], rows[:, 3])
 
 
 def reset() -> None:

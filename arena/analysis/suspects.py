@@ -40,16 +40,10 @@ def suspects(criterion: str, slice_: Slice | None = None, alpha: float = 0.01
     unknown criterion, ValueError for a bad ``alpha``."""
     check_criterion(criterion)
     ids, names = models()
-    counted = vote_filter(criterion, slice_ or Slice()).add_columns(Vote.voter_id).subquery()
-    keys = (counted.c.voter_id, counted.c.winner_model_id, counted.c.loser_model_id)
-    rows = db.session.execute(select(*keys, func.count()).group_by(*keys)).all()
-    index = {model_id: i for i, model_id in enumerate(ids)}
-    rows = [r for r in rows if r[1] in index and r[2] in index and r[1] != r[2]]
-    if not rows:
+    found = _per_voter(criterion, ids, slice_ or Slice())
+    if found is None:
         return []
-    voters, unit = np.unique(np.array([r[0] for r in rows]), return_inverse=True)
-    data = PairCounts.from_rows(len(ids), unit.ravel(), [index[r[1]] for r in rows],
-                                [index[r[2]] for r in rows], [r[3] for r in rows])
+    voters, data = found
     found = favouritism(data, bradley_terry(data.matrix()), alpha)
     flagged = found.flagged
     people = {v.id: v for v in db.session.scalars(
@@ -58,6 +52,26 @@ def suspects(criterion: str, slice_: Slice | None = None, alpha: float = 0.01
                     names[int(found.favoured[u])], float(found.z[u].max()),
                     people[int(voters[u])].validations_passed,
                     people[int(voters[u])].validations_failed) for u in flagged]
+
+
+def _per_voter(criterion: str, ids: list[int], slice_: Slice):
+    """(voter ids, their counted votes per model pair) of ``slice_``: from the rollup's voter
+    counts where it holds exactly those votes (every vote before its cut-off), else from the
+    log; None without a vote."""
+    if slice_.as_of is not None and not slice_.active():
+        rolled = rollups.voter_counts(criterion, ids, slice_.as_of)
+        if rolled is not None:
+            return rolled if rolled[0].size else None
+    counted = vote_filter(criterion, slice_).add_columns(Vote.voter_id).subquery()
+    keys = (counted.c.voter_id, counted.c.winner_model_id, counted.c.loser_model_id)
+    rows = db.session.execute(select(*keys, func.count()).group_by(*keys)).all()
+    index = {model_id: i for i, model_id in enumerate(ids)}
+    rows = [r for r in rows if r[1] in index and r[2] in index and r[1] != r[2]]
+    if not rows:
+        return None
+    voters, unit = np.unique(np.array([r[0] for r in rows]), return_inverse=True)
+    return voters, PairCounts.from_rows(len(ids), unit.ravel(), [index[r[1]] for r in rows],
+                                        [index[r[2]] for r in rows], [r[3] for r in rows])
 
 
 def hold(public_ids, progress=None) -> int:
@@ -101,12 +115,14 @@ def _set_held(public_ids, holding: bool, progress) -> int:
 
 
 def screen(progress=None) -> list[str]:
-    """Hold out the voters :func:`suspects` names in any criterion, but those already held
-    and those an operator released: once per period, from the rollup timer (a scan of the
-    votes per voter). Returns the public ids held now."""
-    def run(_before) -> list[str]:
+    """Hold out the voters :func:`suspects` names in any criterion among the votes before
+    the period's cut-off, but those already held and those an operator released: once per
+    period, from the rollup timer (the rollup's voter counts when it has just reached the
+    cut-off). Returns the public ids held this period."""
+    def run(before) -> list[str]:
+        alpha = current_app.config["SCREEN_ALPHA"]
         named = {s.public_id for criterion in CRITERIA
-                 for s in suspects(criterion, alpha=current_app.config["SCREEN_ALPHA"])}
+                 for s in suspects(criterion, Slice(as_of=before), alpha)}
         fresh = db.session.scalars(select(Voter.public_id).where(
             Voter.public_id.in_(sorted(named)), Voter.held_at.is_(None),
             Voter.released_at.is_(None))).all() if named else []

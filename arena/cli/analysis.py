@@ -146,19 +146,29 @@ def rollup_votes_command():
     'arena votes suspects'; SCREEN_HOLDS). Run it from a timer (every few minutes); it is
     idempotent and safe to run twice at once."""
     from flask import current_app
+    from sqlalchemy import func, select
 
     from arena.analysis import rollups, suspects
     from arena.campaigns.progress import take_public_figures
+    from arena.extensions import db
+    from arena.models import Voter
 
+    def refresh():
+        with click.progressbar(length=rollups.pending(), label="Rolling up votes") as bar:
+            done = rollups.refresh(progress=lambda _criterion, votes: bar.update(votes))
+        for step in done:
+            click.echo(f"{step.criterion}: {step.votes:,d} votes added, rolled up to "
+                       f"{step.through:%Y-%m-%d %H:%M:%S}")
+
+    refresh()
     if current_app.config["SCREEN_HOLDS"]:
+        before = db.session.scalar(select(func.count()).where(Voter.held_at.is_not(None)))
         held = suspects.screen()
         click.echo(f"the farm screen held out {len(held):,d} voters this period"
                    + (f": {', '.join(held)}" if held else ""))
-    with click.progressbar(length=rollups.pending(), label="Rolling up votes") as bar:
-        done = rollups.refresh(progress=lambda _criterion, votes: bar.update(votes))
-    for step in done:
-        click.echo(f"{step.criterion}: {step.votes:,d} votes added, rolled up to "
-                   f"{step.through:%Y-%m-%d %H:%M:%S}")
+        if db.session.scalar(select(func.count()).where(Voter.held_at.is_not(None))) \
+                != before:
+            refresh()  # (holding dropped the rollups: built again without them)
     campaigns = take_public_figures()
     click.echo(f"this period's public figures taken: the online Elo, the campaign list and "
                f"{campaigns:,d} campaigns' progress")
