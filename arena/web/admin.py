@@ -13,6 +13,7 @@ from functools import wraps
 from flask import Blueprint, Response, redirect, render_template, request, session, url_for
 
 from arena.accounts import signins, tokens
+from arena.analysis import suspects
 from arena.campaigns import campaigns, gold
 from arena.config import CRITERIA
 from arena.errors import Invalid
@@ -47,7 +48,7 @@ def _page(error=None, notice=None, status=200):
     reported = [(item, reported_image_url(item)) for item in image_reports.queue()]
     return render_template("admin/home.html", error=error, notice=notice, criteria=CRITERIA,
                            reported=reported, reasons=image_reports.REASONS,
-                           **campaigns.admin_overview()), status
+                           held=suspects.held(), **campaigns.admin_overview()), status
 
 
 def _refused(exc, status, **_):

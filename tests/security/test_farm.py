@@ -109,3 +109,21 @@ def test_the_rollup_timer_holds_a_farm_out_and_respects_a_release(app, runner):
     assert "held out 0 voters" in again.output, again.output
     with app.app_context():
         assert db.session.scalar(select(Voter.held_at).where(Voter.public_id == farm[0])) is None
+
+
+
+def test_the_operator_page_lists_the_voters_held_out(app, client):
+    from arena.accounts import tokens
+    from arena.analysis import suspects
+    from tests.factories import new_voter
+    from tests.web.test_campaign_pages import sign_in
+
+    with app.app_context():
+        token = tokens.create_token("ops", role="operator")
+        public_id = new_voter().public_id
+    assert sign_in(client, token).status_code == 303
+    assert "None. The hourly rollup holds out" in client.get("/admin/").get_data(as_text=True)
+    with app.app_context():
+        assert suspects.hold([public_id]) == 1
+    page = client.get("/admin/").get_data(as_text=True)
+    assert f"<code>{public_id}</code> · 0 vote(s)" in page and "arena votes release" in page
