@@ -6,13 +6,14 @@ built again and the online Elo and counters replayed); released, they count agai
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import numpy as np
 from flask import current_app
 from sqlalchemy import func, select, update
 
 from arena.analysis import published, rollups
-from arena.analysis.tallies import Slice, models, vote_filter
+from arena.analysis.tallies import Slice, models, tally, vote_filter
 from arena.config import CRITERIA, check_criterion
 from arena.extensions import db
 from arena.infra.database import write_transaction
@@ -33,18 +34,25 @@ class Suspect:
     gold_failed: int
 
 
-def suspects(criterion: str, slice_: Slice | None = None, alpha: float = 0.01
-             ) -> list[Suspect]:
-    """The voters of ``criterion``'s counted votes in ``slice_`` whose largest favouritism
-    passes the Bonferroni bound at ``alpha``, most extreme first. Raises RankingError for an
-    unknown criterion, ValueError for a bad ``alpha``."""
+def suspects(criterion: str, slice_: Slice | None = None, alpha: float = 0.01,
+             reference: datetime | None = None) -> list[Suspect]:
+    """The voters of ``criterion``'s counted votes in ``slice_`` who favour one model
+    together beyond the crowd's strengths (:mod:`arena.ranking.favouritism`), most extreme
+    first. The crowd's strengths are the fit of the votes themselves, or of the counted
+    votes stamped before ``reference`` when it has some: a farm large enough to move the
+    fit would hide in it, and make honest voters look partial against its model. Raises
+    RankingError for an unknown criterion, ValueError for a bad ``alpha``."""
     check_criterion(criterion)
     ids, names = models()
     found = _per_voter(criterion, ids, slice_ or Slice())
     if found is None:
         return []
     voters, data = found
-    found = favouritism(data, bradley_terry(data.matrix()), alpha)
+    crowd = data.matrix()
+    if reference is not None:
+        earlier = tally(criterion, Slice(as_of=reference), cluster="none").counts.matrix()
+        crowd = earlier if earlier.sum() > 0 else crowd
+    found = favouritism(data, bradley_terry(crowd), alpha)
     flagged = found.flagged
     people = {v.id: v for v in db.session.scalars(
         select(Voter).where(Voter.id.in_(voters[flagged].tolist())))}
@@ -116,13 +124,16 @@ def _set_held(public_ids, holding: bool, progress) -> int:
 
 def screen(progress=None) -> list[str]:
     """Hold out the voters :func:`suspects` names in any criterion among the votes before
-    the period's cut-off, but those already held and those an operator released: once per
-    period, from the rollup timer (the rollup's voter counts when it has just reached the
-    cut-off). Returns the public ids held this period."""
+    the period's cut-off, against the crowd's strengths as of the period before, but those
+    already held and those an operator released: once per period, from the rollup timer
+    (the rollup's voter counts when it has just reached the cut-off). Returns the public ids
+    held this period."""
     def run(before) -> list[str]:
         alpha = current_app.config["SCREEN_ALPHA"]
+        # (the crowd as it stood a period earlier: what a farm of this period could not move)
+        earlier = before - timedelta(seconds=float(current_app.config["PUBLISHED_PERIOD_S"]))
         named = {s.public_id for criterion in CRITERIA
-                 for s in suspects(criterion, Slice(as_of=before), alpha)}
+                 for s in suspects(criterion, Slice(as_of=before), alpha, earlier)}
         fresh = db.session.scalars(select(Voter.public_id).where(
             Voter.public_id.in_(sorted(named)), Voter.held_at.is_(None),
             Voter.released_at.is_(None))).all() if named else []

@@ -1,0 +1,182 @@
+"""A farm against the demo: can patient identities buy a model a better public rank?
+
+    .venv/bin/python benchmarks/farm.py [--honest 20000] [--identities 90] [--votes 60]
+                                        [--prompts 24] [--postgres URL]
+
+A scratch instance with the demo campaign (four models) and ``--honest`` votes of arena
+demo's simulated crowd, rolled up as the timer does. Then a farm: ``--identities`` identities
+(three /24s' worth of 30: the new-identity limit's budget for an hour) of ``--votes`` votes
+each, cast through the same session and vote services at a human pace (the pacing floor
+respected), choosing the weakest model whenever it is shown, at random otherwise, and every
+gold pair right (as a rule that worked would). Then the next period's timer run
+(``arena votes rollup``: the farm screen, the rollups, the public figures).
+
+Prints the public ranking before the farm (ratings, rank sets, what each lead hinges on),
+with the farm counted, and after the timer; the identities the screen held out and the
+honest voters held with them; and three checks: no model's public rank left the rank set
+published before the farm, every farm identity was held, and the lead the farm attacked was
+marked fragile beforehand if the farm had moved it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+from harness import scratch_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+TARGET = "Dusk-0.3"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--honest", type=int, default=20_000)
+    parser.add_argument("--identities", type=int, default=90)
+    parser.add_argument("--votes", type=int, default=60, help="votes per farm identity")
+    parser.add_argument("--prompts", type=int, default=24, help="demo prompts")
+    parser.add_argument("--postgres", help="an empty PostgreSQL database URL (else SQLite)")
+    args = parser.parse_args()
+    folder = scratch_dir("arena-farm-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
+    env.update(ARENA_INSTANCE_PATH=str(folder), ARENA_SECRET_KEY="farm",
+               ARENA_PSEUDONYM_KEY="farm", ARENA_DEMO_PROMPTS=str(args.prompts),
+               ARENA_GOLD_MAX_DAMAGED="40", ARENA_PRESENT_SIZES="[384]")
+    if args.postgres:
+        env["ARENA_DATABASE_URL"] = args.postgres
+    started = time.perf_counter()
+    subprocess.run([str(BIN / "arena"), "demo", "--votes", "0"], env=env, cwd=ROOT,
+                   check=True, capture_output=True)
+    os.environ.update(env)
+    run(args, started)
+
+
+def run(args, started: float) -> None:
+    from sqlalchemy import select
+
+    from arena import create_app
+    from arena.analysis import published
+    from arena.analysis.leaderboard import rank_models
+    from arena.campaigns.demo import simulate_votes
+    from arena.extensions import db
+    from arena.models import Voter
+
+    app = create_app()
+    timer = app.test_cli_runner()
+    with app.app_context():
+        rng = np.random.default_rng(0)
+        honest = simulate_votes(args.honest, rng)
+        _a_period_earlier(app.config["PUBLISHED_PERIOD_S"])
+        print(f"{honest:,d} honest votes cast ({time.perf_counter() - started:.0f} s)")
+    assert timer.invoke(args=["votes", "rollup"]).exit_code == 0
+    with app.app_context():
+        before = _board(rank_models)
+        _print("public ranking before the farm", before)
+        farm = _farm(args.identities, args.votes, np.random.default_rng(1))
+        published.forget()  # (a page asking now: the farm's votes are before the cut-off)
+        bought = _board(rank_models)
+        _print(f"with the farm counted ({len(farm)} identities x {args.votes} votes)", bought)
+        published.forget()  # (the next period: its timer run screens again)
+    done = timer.invoke(args=["votes", "rollup"])
+    assert done.exit_code == 0, done.output
+    with app.app_context():
+        after = _board(rank_models)
+        _print("after the timer's run", after)
+        held = set(db.session.scalars(select(Voter.public_id).where(
+            Voter.held_at.is_not(None))))
+    named = len(held & farm)
+    print(f"\nfarm identities held out: {named} of {len(farm)}; honest voters held with them: "
+          f"{len(held - farm)}")
+
+    def left(board):
+        out = [m for m, row in board.items() if not before[m][1] <= row[0] <= before[m][2]]
+        return "yes" if not out else "no: " + ", ".join(out)
+
+    above = min((m for m in before if before[m][0] == before[TARGET][0] - 1), default=None)
+    lead = before[above][3] if above else None
+    print(f"check: no public rank left its published rank set after the timer: "
+          f"{left(after)} (with the farm counted: {left(bought)})")
+    print(f"check: every farm identity held within the period: "
+          f"{'yes' if named == len(farm) else 'no'}")
+    print(f"check: the lead over {TARGET} ({above}) hinged on {lead} voters before the farm"
+          f"{'; the farm moved ' + TARGET if bought[TARGET][0] < before[TARGET][0] else ''}")
+
+
+def _a_period_earlier(seconds: float) -> None:
+    """The crowd's votes a period back: the campaign ran before the farm came."""
+    from sqlalchemy import update
+
+    from arena.analysis import published
+    from arena.extensions import db
+    from arena.models import Vote
+
+    db.session.execute(update(Vote).values(
+        created_at=Vote.created_at - timedelta(seconds=float(seconds))))
+    db.session.commit()
+    published.forget()
+
+
+def _board(rank_models) -> dict[str, tuple]:
+    ranking = rank_models("preference", intervals="instant", public=True, include_idle=False)
+    return {m.model: (m.rank, m.rank_best or m.rank, m.rank_worst or m.rank, m.lead_voters,
+                      m.rating, m.ci_low, m.ci_high) for m in ranking.models}
+
+
+def _print(title: str, board: dict) -> None:
+    print(f"\n{title}")
+    print(f"  {'model':12} {'rank':>4} {'set':>5} {'rating':>7} {'95% CI':>13} "
+          f"{'lead holds unless':>18}")
+    for model, (rank, best, worst, lead, rating, low, high) in sorted(
+            board.items(), key=lambda item: item[1][0]):
+        ci = f"{low:.0f}-{high:.0f}" if low is not None else "-"
+        holds = f"{lead} voters" if lead is not None else "-"
+        print(f"  {model:12} {rank:>4} {best}-{worst:<3} {rating:7.1f} {ci:>13} {holds:>18}")
+
+
+def _farm(identities: int, per_identity: int, rng) -> set[str]:
+    """The farm's votes, through the services, on a clock that ends before the cut-off."""
+    from arena.analysis import published
+    from arena.extensions import db
+    from arena.models import Task
+    from arena.voting import matchmaking, tasks, voters, votes
+
+    clock = [published.cutoff() - timedelta(seconds=8 * identities * per_identity + 60)]
+    ids = set()
+    for _ in range(identities):
+        voter, _ = voters.create_voter({})
+        db.session.commit()
+        ids.add(voter.public_id)
+        cast = 0
+        while cast < per_identity:
+            try:
+                session = matchmaking.start_session(voter, rng, "preference")
+            except matchmaking.NoTasksAvailable:
+                break
+            for task_id in [t.id for t in session.tasks]:
+                task = db.session.get(Task, task_id)
+                tasks.present([task], now=clock[0])
+                comparison = task.comparison
+                if comparison.is_validation:  # gold: right, as a working rule would
+                    choice = "left" if comparison.correct_image_id == task.left_image_id \
+                        else "right"
+                elif task.left_image.model and task.left_image.model.name == TARGET:
+                    choice = "left"
+                elif task.right_image.model and task.right_image.model.name == TARGET:
+                    choice = "right"
+                else:
+                    choice = "left" if rng.random() < 0.5 else "right"
+                clock[0] += timedelta(milliseconds=int(rng.integers(1200, 2500)))
+                votes.cast_vote(voter, task.id, choice, 1500, now=clock[0])
+                cast += 1
+    return ids
+
+
+if __name__ == "__main__":
+    main()
