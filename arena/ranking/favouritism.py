@@ -54,9 +54,10 @@ class Favouritism:
 
 
 def favouritism(data: PairCounts, fit: BTResult, alpha: float = 0.01,
-                level: float = 3.0) -> Favouritism:
-    """Each of ``data``'s units (voters) against ``fit`` (the fit of ``data``). Raises
-    ValueError for ``alpha`` outside (0, 1)."""
+                level: float = 3.0, min_games: int = 5) -> Favouritism:
+    """Each of ``data``'s units (voters) against ``fit`` (the crowd's strengths). A z counts
+    from ``min_games`` of the unit's games with the model on: one upset against a weak model
+    makes z = 3 by itself. Raises ValueError for ``alpha`` outside (0, 1)."""
     if not 0 < alpha < 1:
         raise ValueError("alpha must be between 0 and 1")
     theta = fit.log_strengths
@@ -65,13 +66,14 @@ def favouritism(data: PairCounts, fit: BTResult, alpha: float = 0.01,
     toward_a = data.ab + 0.5 * data.tie - games * p
     spread = games * p * (1 - p)
     shape = (data.n_units, data.n_items)
-    residual, variance = np.zeros(shape), np.zeros(shape)
+    residual, variance, met = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     np.add.at(residual, (data.unit, data.a), toward_a)
     np.add.at(residual, (data.unit, data.b), -toward_a)
-    np.add.at(variance, (data.unit, data.a), spread)
-    np.add.at(variance, (data.unit, data.b), spread)
-    z = np.divide(residual, np.sqrt(variance), out=np.zeros(shape), where=variance > 0)
-    met = variance > 0
+    for side in (data.a, data.b):
+        np.add.at(variance, (data.unit, side), spread)
+        np.add.at(met, (data.unit, side), games)
+    met = (met >= min_games) & (variance > 0)
+    z = np.divide(residual, np.sqrt(variance), out=np.zeros(shape), where=met)
     above = (z > level).sum(axis=0)
     voters = met.sum(axis=0)
     shares = np.divide(above, voters, out=np.zeros(above.size), where=voters > 0)
