@@ -152,12 +152,15 @@ def _pool(query, count: int, rng: np.random.Generator, what: str) -> list[int]:
 
 
 def start_stage(run: HypeRun, voter: Voter, kind: str, rng: np.random.Generator,
-                network: str | None = None) -> HypeStage:
+                network: str | None = None, owner_id: int | None = None) -> HypeStage:
     """Draw a stage's trials (half real, half fake, shuffled) and commit it; an evaluator's
     open qualification or existing scored task is returned instead of a new one.
+    ``owner_id``: the model owner signed in where the evaluator is, if any.
 
     Raises
     ------
+    Forbidden
+        The owner signed in owns a model of the run: they would know its fakes.
     NotQualified
         A scored task before passing qualification, or a retry before the delay.
     Conflict
@@ -167,6 +170,8 @@ def start_stage(run: HypeRun, voter: Voter, kind: str, rng: np.random.Generator,
     """
     if kind not in KINDS:
         raise Invalid(f"unknown stage kind {kind!r}", field="kind")
+    if owner_id is not None and any(m.owner_id == owner_id for m in run.models):
+        raise Forbidden("model owners do not evaluate runs of their own models")
     if kind != "qualification" and kind != run.mode:
         raise Invalid(f"this run is HYPE-{run.mode}", field="kind")
     status, open_stage = qualification_status(run, voter, network)

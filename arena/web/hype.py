@@ -14,6 +14,7 @@ from arena.web import limits
 from arena.web.charts import psychometric_chart
 from arena.web.errors import renders_errors
 from arena.web.images import image_url
+from arena.web.owner import current_owner
 from arena.web.requests import choice_arg, float_arg, int_arg, is_htmx, request_voter
 
 bp = Blueprint("hype", __name__, url_prefix="/hype")
@@ -54,8 +55,10 @@ def start(name: str):
     voter = voters.identify_by_cookie(session.get("voter"))
     session.permanent = True
     session["voter"] = voter.public_id
+    owner = current_owner()
     stage = runs.start_stage(run, voter, request.form.get("kind", "qualification"),
-                             np.random.default_rng(), network=limits.network_key())
+                             np.random.default_rng(), network=limits.network_key(),
+                             owner_id=owner.id if owner is not None else None)
     return redirect(url_for("hype.stage_page", public_id=stage.public_id), 303)
 
 

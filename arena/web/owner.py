@@ -32,7 +32,7 @@ bp = Blueprint("owner", __name__, url_prefix="/owner")
 def owner_required(view):
     @wraps(view)
     def wrapped(*args, **kwargs):
-        g.owner = _owner()
+        g.owner = current_owner()
         if g.owner is None:
             session.pop("owner", None)
             return redirect(url_for("owner.home"))
@@ -46,7 +46,7 @@ def _dashboard(owner, error=None, status=200):
                            models=registry.owners_dashboard(owner)), status
 
 
-def _owner():
+def current_owner():
     """The owner this browser is signed in as (a cookie from before their last sign-out
     counts for nothing), or None."""
     return signins.current(owners.owner_by_id(session.get("owner")), session.get("signed_in"))
@@ -54,7 +54,7 @@ def _owner():
 
 @bp.get("/")
 def home():
-    owner = _owner()
+    owner = current_owner()
     if owner is None:
         return render_template("owner/sign_in.html")
     return _dashboard(owner)
@@ -75,7 +75,7 @@ def sign_in():
 
 @bp.post("/sign-out")
 def sign_out():
-    owner = _owner()
+    owner = current_owner()
     if owner is not None:
         signins.end(owner)
     session.pop("owner", None)

@@ -281,3 +281,40 @@ def test_a_low_resolution_model_is_not_upscaled_beside_a_sharp_one(app):
                 url = task["left"]["url"].replace(f"/{small}.webp", f"/{large}.webp")
                 assert client.get(url.replace("http://localhost", "")).status_code == 404
     assert offered == {frozenset({str(small)})}  # every pair has the soft model in it
+
+
+def test_an_owner_signed_in_cannot_evaluate_a_run_of_their_own_models(app, tmp_path):
+    """An owner who recognises their own fakes passed the qualification without looking.
+    Signed in as the owner of a run's model, a browser is refused the run's stages; another
+    browser is not (bytes that differ per run are yet to come: pixels alone would do)."""
+    app.config.update(HYPE_QUALIFICATION_TRIALS=10, HYPE_INFINITY_TRIALS=10,
+                      HYPE_PRESENT_SIZE=384, PRESENT_SIZES=(384,))
+    rng = np.random.default_rng(4)
+    reals = tmp_path / "reals"
+    reals.mkdir()
+    for k in range(10):
+        (reals / f"r{k}.jpg").write_bytes(textured(rng, 320, 240, (k * 7, 20, 90)))
+    with app.app_context():
+        make_prompt_set("s", [f"prompt {k}" for k in range(5)])
+        owner, token = make_owner("maker")
+        prompts = db.session.scalars(select(Prompt.id)).all()
+        model = make_model("Mine", owner)
+        for k in range(10):
+            data = textured(rng, 256, 256, (k * 11, 120, 40))
+            assert ingest.ingest_image(model, prompts[k % 5], data, f"{k}.jpg").ok
+        assert runs.import_reals(reals)[0] == 10
+        runs.create_run("Own", "infinity", ["Mine"])
+
+    def start(client):
+        page = client.get("/hype/Own").get_data(as_text=True)
+        return client.post("/hype/Own/start", data={"csrf_token": CSRF.search(page)[1],
+                                                    "kind": "qualification"})
+
+    owner_browser = app.test_client()
+    page = owner_browser.get("/owner/").get_data(as_text=True)
+    assert owner_browser.post("/owner/sign-in", data={"csrf_token": CSRF.search(page)[1],
+                                                      "token": token}).status_code == 303
+    refused = start(owner_browser)
+    assert refused.status_code == 403
+    assert "model owners do not evaluate runs of their own models" in refused.text
+    assert start(app.test_client()).status_code == 303
