@@ -182,8 +182,7 @@ def _published_leads(criterion: str, ranking: Ranking) -> None:
             continue
         row.lead_voters, row.lead_share = lead[:2]
         if lead[0] is not None and lead[1] < least:
-            ranking.flags.append(f"fragile: {row.model} is ahead of {below.model} unless "
-                                 f"{lead[0]} voters ({100 * lead[1]:.1f}%) are removed")
+            ranking.flags.append(_fragile(row.model, below.model, f"{lead[0]}", lead[1]))
 
 
 def _certify(voters: PairCounts, fit, order, rows) -> list[str]:
@@ -197,10 +196,14 @@ def _certify(voters: PairCounts, fit, order, rows) -> list[str]:
     for row, below, flip in zip(rows, rows[1:], flips(voters, fit, pairs), strict=False):
         row.lead_voters, row.lead_share = flip.units, flip.share
         if flip.units is not None and flip.share < least:
-            flags.append(f"fragile: {row.model} is ahead of {below.model} unless "
-                         f"{flip.units} of {flip.total} voters ({100 * flip.share:.1f}%) are "
-                         "removed")
+            flags.append(_fragile(row.model, below.model, f"{flip.units} of {flip.total}",
+                                  flip.share))
     return flags
+
+
+def _fragile(ahead: str, behind: str, voters: str, share: float) -> str:
+    return (f"fragile: {ahead} is ahead of {behind} unless {voters} voters "
+            f"({100 * share:.1f}%) are removed")
 
 
 def _concentrated(sub, cluster: str, resample: str) -> str | None:

@@ -36,6 +36,15 @@ def textured(rng, width: int, height: int, tint) -> bytes:
     return buf.getvalue()
 
 
+def real_photos(tmp_path, rng, count: int, width: int, height: int):
+    """A folder of ``count`` photo-like real images, as ``arena hype import-reals`` takes."""
+    reals = tmp_path / "reals"
+    reals.mkdir()
+    for k in range(count):
+        (reals / f"r{k}.jpg").write_bytes(textured(rng, width, height, (k * 7, 20, 90)))
+    return reals
+
+
 @pytest.fixture
 def hype_run(app, tmp_path):
     """Reals 640x480, model A's fakes 512x512, model B's 300x400: the sizes of the audit.
@@ -44,10 +53,7 @@ def hype_run(app, tmp_path):
                       HYPE_QUALIFICATION_PASS=0.0, HYPE_PRESENT_SIZE=384,
                       PRESENT_SIZES=(384, 768))
     rng = np.random.default_rng(1)
-    reals = tmp_path / "reals"
-    reals.mkdir()
-    for k in range(40):
-        (reals / f"r{k}.jpg").write_bytes(textured(rng, 640, 480, (k * 7, 20, 90)))
+    reals = real_photos(tmp_path, rng, 40, 640, 480)
     with app.app_context():
         make_prompt_set("s", [f"prompt {k}" for k in range(10)])
         owner, _ = make_owner()
@@ -290,10 +296,7 @@ def test_an_owner_signed_in_cannot_evaluate_a_run_of_their_own_models(app, tmp_p
     app.config.update(HYPE_QUALIFICATION_TRIALS=10, HYPE_INFINITY_TRIALS=10,
                       HYPE_PRESENT_SIZE=384, PRESENT_SIZES=(384,))
     rng = np.random.default_rng(4)
-    reals = tmp_path / "reals"
-    reals.mkdir()
-    for k in range(10):
-        (reals / f"r{k}.jpg").write_bytes(textured(rng, 320, 240, (k * 7, 20, 90)))
+    reals = real_photos(tmp_path, rng, 10, 320, 240)
     with app.app_context():
         make_prompt_set("s", [f"prompt {k}" for k in range(5)])
         owner, token = make_owner("maker")
