@@ -208,6 +208,11 @@ class Defaults:
     HYPE_BELOW_CHANCE_P = 0.01
 
     # Demo campaign.
+    # the thank-you card starts the next session after this many seconds unless the voter
+    # stops it (0: only by the button)
+    NEXT_SESSION_SECONDS = 6
+
     DEMO_PROMPTS = 24
     DEMO_IMAGES_PER_MODEL = 4
     DEMO_VALIDATION_PAIRS = 4  # per criterion
+    DEMO_IMAGE_SIZE = 1024  # pixels a side: sharp on a 3x phone (PRESENT_SIZES' largest)

@@ -48,7 +48,8 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
     env.update(ARENA_INSTANCE_PATH=str(folder), ARENA_SECRET_KEY="farm",
                ARENA_PSEUDONYM_KEY="farm", ARENA_DEMO_PROMPTS=str(args.prompts),
-               ARENA_GOLD_MAX_DAMAGED="40", ARENA_PRESENT_SIZES="[384]")
+               ARENA_GOLD_MAX_DAMAGED="40", ARENA_PRESENT_SIZES="[384]",
+               ARENA_DEMO_IMAGE_SIZE="384")
     if args.postgres:
         env["ARENA_DATABASE_URL"] = args.postgres
     started = time.perf_counter()

@@ -247,34 +247,33 @@ def main() -> None:
     sa_url = url.replace("postgresql://", "postgresql+psycopg://", 1)
     try:
         instance = scratch_dir("arena-scale-")
-        if True:
-            app = create_app({"INSTANCE_PATH": str(instance), "SECRET_KEY": "bench",
-                              "DATABASE_URL": sa_url})
-            with app.app_context():
-                upgrade_schema()
-                campaign = build_campaign(args.models)
-                campaign_id, before = campaign.id, published.cutoff()
-            print(f"PostgreSQL, {args.models} models, {args.votes_per_voter} votes per voter")
-            for size in sizes:
-                t0 = time.perf_counter()
-                grow(url, size, args.votes_per_voter, before)
-                built = time.perf_counter() - t0
-                f = measure(app, url, sa_url, campaign_id, instance, args.repeats)
-                print(f"\n{size:,d} votes (log grown in {built:.0f} s)")
-                print(f"  GET /leaderboard, whole log      {f['board_scan'] * 1000:9.0f} ms")
-                print(f"  GET /leaderboard, rollup         {f['board_rollup'] * 1000:9.0f} ms"
-                      f"   (goal < 100 ms)")
-                print(f"  arena rank --intervals instant   {f['rank_cli']:9.2f} s"
-                      f"    (goal < 1.5 s; rollup)")
-                print(f"  rollup built from the log        {f['rollup_build']:9.1f} s"
-                      f"    ({f['rolled'] / f['rollup_build']:,.0f} votes/s)")
-                print(f"  rollup refresh, {f['new']:,d} new votes "
-                      f"{f['refresh'] * 1000:9.0f} ms")
-                print(f"  progress figures, whole log      {f['progress_scan'] * 1000:9.0f} ms")
-                print(f"  progress figures, rollup         {f['progress'] * 1000:9.0f} ms"
-                      f"   (taken by the timer)")
-                print(f"  GET /campaigns/<name>            {f['page'] * 1000:9.0f} ms"
-                      f"   (goal < 300 ms)")
+        app = create_app({"INSTANCE_PATH": str(instance), "SECRET_KEY": "bench",
+                          "DATABASE_URL": sa_url})
+        with app.app_context():
+            upgrade_schema()
+            campaign = build_campaign(args.models)
+            campaign_id, before = campaign.id, published.cutoff()
+        print(f"PostgreSQL, {args.models} models, {args.votes_per_voter} votes per voter")
+        for size in sizes:
+            t0 = time.perf_counter()
+            grow(url, size, args.votes_per_voter, before)
+            built = time.perf_counter() - t0
+            f = measure(app, url, sa_url, campaign_id, instance, args.repeats)
+            print(f"\n{size:,d} votes (log grown in {built:.0f} s)")
+            print(f"  GET /leaderboard, whole log      {f['board_scan'] * 1000:9.0f} ms")
+            print(f"  GET /leaderboard, rollup         {f['board_rollup'] * 1000:9.0f} ms"
+                  f"   (goal < 100 ms)")
+            print(f"  arena rank --intervals instant   {f['rank_cli']:9.2f} s"
+                  f"    (goal < 1.5 s; rollup)")
+            print(f"  rollup built from the log        {f['rollup_build']:9.1f} s"
+                  f"    ({f['rolled'] / f['rollup_build']:,.0f} votes/s)")
+            print(f"  rollup refresh, {f['new']:,d} new votes "
+                  f"{f['refresh'] * 1000:9.0f} ms")
+            print(f"  progress figures, whole log      {f['progress_scan'] * 1000:9.0f} ms")
+            print(f"  progress figures, rollup         {f['progress'] * 1000:9.0f} ms"
+                  f"   (taken by the timer)")
+            print(f"  GET /campaigns/<name>            {f['page'] * 1000:9.0f} ms"
+                  f"   (goal < 300 ms)")
     finally:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()

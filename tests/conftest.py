@@ -39,6 +39,7 @@ def app_config(tmp_path, **overrides) -> dict:
         # tests and the production tests use the shipped sizes
         "PRESENT_SIZES": (96, 192),
         "HYPE_PRESENT_SIZE": 192,
+        "DEMO_IMAGE_SIZE": 256,
         **overrides,
     }
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import numpy as np
@@ -44,7 +46,7 @@ DEMO_MODELS = (
 )
 PROMPT_SET_NAME = "DrawBench"
 DEMO_CAMPAIGN = "Demo: DrawBench"
-SIZE = 512
+SIZE = 1024  # pixels a side: a 3x phone gets its 1024 px presentation (DEMO_IMAGE_SIZE)
 
 COLORS = {
     "red": (214, 40, 40),
@@ -82,11 +84,13 @@ def scene_spec(text: str) -> dict:
     return {"count": count, "palette": palette, "shapes": shapes, "sky": sky, "ground": ground}
 
 
-def render(text: str, quality: int, variant: int) -> PILImage.Image:
-    """Draw ``text``'s scene at quality level 0 (best) to 3 (worst); ``variant`` jitters it."""
+def render(text: str, quality: int, variant: int, size: int = SIZE) -> PILImage.Image:
+    """Draw ``text``'s scene, ``size`` pixels a side, at quality level 0 (best) to 3
+    (worst); ``variant`` jitters it. Artefacts scale with ``size``: every size looks alike
+    at the same displayed width."""
     spec = scene_spec(text)
     rng = np.random.default_rng(_seed("render", text, quality, variant))
-    n = SIZE * (2 if quality == 0 else 1)  # the best model draws at 2x and downsamples
+    n = size * (2 if quality == 0 else 1)  # the best model draws at 2x and downsamples
     count = spec["count"]
     palette = list(spec["palette"])
     if quality == 2 and rng.random() < 0.5:
@@ -105,8 +109,8 @@ def render(text: str, quality: int, variant: int) -> PILImage.Image:
         fr = n * 0.06
         draw.polygon([(fx, fy), (fx + fr * 2, fy + fr * 0.3), (fx + fr * 0.4, fy + fr * 1.4)],
                      fill=palette[0] + (200,))
-    if n > SIZE:
-        img = img.resize((SIZE, SIZE), PILImage.Resampling.LANCZOS)
+    if n > size:
+        img = img.resize((size, size), PILImage.Resampling.LANCZOS)
     return _degrade(img, quality, rng)
 
 
@@ -144,34 +148,41 @@ def _draw_object(draw, shape: str, color, place, quality: int, rng) -> None:
 
 
 def _degrade(img: PILImage.Image, quality: int, rng) -> PILImage.Image:
-    """The worse models' artefacts: blur, posterisation and grain, glitch bands, JPEG."""
+    """The worse models' artefacts: blur, posterisation and grain, glitch bands, JPEG
+    (lengths in pixels of a 512 px image, scaled to ``img``'s)."""
+    size = img.width
+    k = size / 512
     if quality == 1:
-        img = img.filter(ImageFilter.GaussianBlur(0.8))
+        img = img.filter(ImageFilter.GaussianBlur(0.8 * k))
     if quality == 3:  # smeared first, then grain on top
-        img = img.filter(ImageFilter.GaussianBlur(2.5))
+        img = img.filter(ImageFilter.GaussianBlur(2.5 * k))
     if quality >= 2:
         img = ImageOps.posterize(img, 3 if quality == 2 else 2)
         sigma = 16 if quality == 2 else 38
-        noisy = np.asarray(img, float) + rng.normal(0, sigma, (SIZE, SIZE, 3))
+        cell = max(1, round(k))  # grains as large as a 512 px image's
+        grain = rng.normal(0, sigma, (-(-size // cell), -(-size // cell), 3)).astype(np.float32)
+        grain = grain.repeat(cell, 0).repeat(cell, 1)[:size, :size]
+        noisy = np.asarray(img, np.float32) + grain
         img = PILImage.fromarray(noisy.clip(0, 255).astype(np.uint8), "RGB")
     if quality == 3:
         arr = np.asarray(img).copy()
         for _ in range(3):  # horizontal glitch bands shifted sideways
-            top, height = int(rng.integers(0, SIZE - 30)), int(rng.integers(6, 30))
+            top = int(rng.integers(0, size - 30 * k))
+            height = int(rng.integers(6, 30) * k)
             band = arr[top : top + height]
-            arr[top : top + height] = np.roll(band, int(rng.integers(-80, 80)), axis=1)
+            arr[top : top + height] = np.roll(band, int(rng.integers(-80, 80) * k), axis=1)
         buf = io.BytesIO()
         PILImage.fromarray(arr, "RGB").save(buf, "JPEG", quality=8)
         img = PILImage.open(io.BytesIO(buf.getvalue())).convert("RGB")
     return img
 
 
-def broken_image(text: str) -> PILImage.Image:
+def broken_image(text: str, size: int = SIZE) -> PILImage.Image:
     """An unmistakably wrong image for gold pairs: static, no scene, no named colours."""
     rng = np.random.default_rng(_seed("broken", text))
     blocks = rng.integers(0, 255, (16, 16, 3)).astype(np.uint8)
-    img = PILImage.fromarray(blocks, "RGB").resize((SIZE, SIZE), PILImage.Resampling.NEAREST)
-    noisy = np.asarray(img, float) * 0.5 + rng.normal(90, 60, (SIZE, SIZE, 3))
+    img = PILImage.fromarray(blocks, "RGB").resize((size, size), PILImage.Resampling.NEAREST)
+    noisy = np.asarray(img, np.float32) * 0.5 + rng.normal(90, 60, (size, size, 3))
     return PILImage.fromarray(noisy.clip(0, 255).astype(np.uint8), "RGB")
 
 
@@ -234,28 +245,36 @@ def load_demo(
 
 
 def _draw_images(chosen: list[Prompt], models, images_per_model: int, progress) -> int:
-    """Each model's images of each prompt, stored; commits. Returns how many."""
-    n_images = 0
-    for prompt in chosen:
-        for model, quality in models:
-            for k in range(images_per_model):
-                images.store(render(prompt.text, quality, k), model_id=model.id,
-                             prompt_id=prompt.id)
-                n_images += 1
-                if progress:
-                    progress("images", 1)
-        db.session.flush()
+    """Each model's images of each prompt, stored; commits. Returns how many. Drawn and
+    encoded on every core (Pillow and numpy work outside the GIL); rows added here."""
+    size, app = current_app.config["DEMO_IMAGE_SIZE"], current_app._get_current_object()
+    jobs = [(prompt.id, prompt.text, model.id, quality, k) for prompt in chosen
+            for model, quality in models for k in range(images_per_model)]
+
+    def draw(job) -> images.Prepared:
+        _, text, _, quality, k = job
+        with app.app_context():
+            return images.prepare(render(text, quality, k, size))
+
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        for (prompt_id, _, model_id, _, _), prepared in zip(jobs, pool.map(draw, jobs),
+                                                            strict=True):
+            images.add_prepared(prepared, model_id=model_id, prompt_id=prompt_id)
+            if progress:
+                progress("images", 1)
     db.session.commit()
-    return n_images
+    return len(jobs)
 
 
 def _add_gold_pairs(campaign, gold_prompts: list[Prompt]) -> int:
     """A clean render against static noise, per prompt and criterion; commits."""
-    n_gold = 0
+    n_gold, size = 0, current_app.config["DEMO_IMAGE_SIZE"]
     for criterion in CRITERIA:
         for prompt in gold_prompts:
-            good = images.store(render(prompt.text, 0, 99), model_id=None, prompt_id=prompt.id)
-            bad = images.store(broken_image(prompt.text), model_id=None, prompt_id=prompt.id)
+            good = images.store(render(prompt.text, 0, 99, size), model_id=None,
+                                prompt_id=prompt.id)
+            bad = images.store(broken_image(prompt.text, size), model_id=None,
+                               prompt_id=prompt.id)
             db.session.flush()
             comparisons.add_validation_pair(criterion, good, bad, prompt_id=prompt.id,
                                             campaign_id=campaign.id)

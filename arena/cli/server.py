@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import runpy
 import shutil
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -108,6 +111,7 @@ def serve_command(info: ScriptInfo, server, host, port, workers, threads, config
     if server == "gunicorn":
         click.echo(f"Arena is starting gunicorn on http://{bind} with {workers} worker(s) x "
                    f"{threads} threads ({config_file})")
+        click.echo(phone_hint(bind), nl=False)
         sys.stdout.flush()
         # its console script, not `python -m gunicorn`: a USR2 upgrade re-runs the command,
         # and a module path would put gunicorn's own `http` package before the standard one
@@ -130,6 +134,40 @@ def _bind(configured, host: str | None, port: int | None) -> str:
     if ":" in host.strip("[]"):
         host = f"[{host.strip('[]')}]"
     return f"{host or '0.0.0.0'}:{default_port if port is None else port}"
+
+
+def lan_urls(bind: str) -> list[str]:
+    """The URLs a phone on the same network opens when ``bind`` listens on every interface
+    (0.0.0.0 or [::]); none otherwise. This machine's address on the route out (a UDP
+    socket's connect sends nothing), else its host name's addresses, loopback left out."""
+    host, _, port = bind.rpartition(":")
+    if host not in ("0.0.0.0", "[::]", ""):
+        return []
+    found = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # (TEST-NET-1: never reached)
+            found.append(probe.getsockname()[0])
+        except OSError:
+            pass
+    with contextlib.suppress(OSError):
+        found += [info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None,
+                                                             socket.AF_INET)]
+    addresses = [a for a in dict.fromkeys(found) if not a.startswith(("127.", "0."))]
+    return [f"http://{address}:{port}/" for address in addresses]
+
+
+def phone_hint(bind: str) -> str:
+    """What to open on a phone, and its QR code for the camera, or "" on loopback."""
+    urls = lan_urls(bind)
+    if not urls:
+        return ""
+    import segno
+
+    qr = io.StringIO()
+    segno.make(urls[0], error="m").terminal(qr, compact=True)
+    return ("Open Arena on a phone on this network (or scan the code):\n"
+            + "".join(f"  {url}\n" for url in urls) + qr.getvalue())
 
 
 def _serve_embedded(settings: dict, bind: str, threads: int, pid_file: Path) -> None:
@@ -158,6 +196,7 @@ def _serve_embedded(settings: dict, bind: str, threads: int, pid_file: Path) -> 
     # (waitress finishes the requests under way on SystemExit, as on Ctrl+C)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     click.echo(f"Arena is running at http://{bind} with {threads} threads  (Ctrl+C to stop)")
+    click.echo(phone_hint(bind), nl=False)
     try:
         waitress.serve(
             app, listen=bind, threads=threads, ident="arena",

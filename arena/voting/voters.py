@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from arena.errors import Forbidden, Invalid, Unauthorized
 from arena.extensions import db
 from arena.infra.database import param
 from arena.infra.secrets import hash_token, new_token
-from arena.models import Voter
+from arena.models import Vote, Voter
 
 UNDISCLOSED = "undisclosed"  # "prefer not to say"
 AGE_GROUPS = ("18-29", "30-39", "40-49", "50-64", "65+")
@@ -113,6 +113,11 @@ def create_voter(demographics: dict | None = None, *, with_token: bool = False):
     )
     db.session.add(voter)
     return voter, token
+
+
+def answer_count(voter: Voter) -> int:
+    """The votes ``voter`` has given (the thank-you card shows them)."""
+    return db.session.scalar(select(func.count()).where(Vote.voter_id == voter.id)) or 0
 
 
 def update_demographics(voter: Voter, demographics: dict | None) -> None:

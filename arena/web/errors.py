@@ -25,6 +25,7 @@ from arena.errors import (
 )
 from arena.extensions import db
 from arena.infra.database import database_outage
+from arena.web.limits import NewVotersWait
 from arena.web.requests import is_htmx
 
 STATUS = {
@@ -87,11 +88,23 @@ def register(app: Flask) -> None:
         400: "Bad request.",
         404: "Not found.",
         405: "Method not allowed.",
-        429: "Too many requests, please slow down and try again in a while.",
         500: "Something went wrong on our side. Please try again.",
     }
     for status, message in messages.items():
         app.register_error_handler(status, lambda exc, s=status, m=message: error_response(s, m))
+
+    @app.errorhandler(429)
+    def too_many(exc):
+        wait = exc.retry_after if isinstance(exc.retry_after, int) else None
+        newcomer = isinstance(exc, NewVotersWait)
+        message = ("Too many new visitors from your network right now." if newcomer
+                   else "Too many requests, please slow down.")
+        if wants_json():
+            extra = {"retry_after_ms": wait * 1000} if wait else {}
+            return jsonify(error=message, **extra), 429
+        template = "_error_card.html" if is_htmx() else "error.html"
+        return render_template(template, status=429, message=message, wait_minutes=(
+            -(-wait // 60) if wait else None), new_identity=newcomer), 429
 
     @app.errorhandler(413)
     def too_large(exc):

@@ -65,6 +65,19 @@ def choose():
     return redirect(back, 303)
 
 
+def _side_names(direction: str) -> dict[str, dict[str, str]]:
+    """Each image's name as the voter sees it placed: side by side (in a right-to-left page
+    the first is drawn on the right) or stacked; static/js/arena.js picks by the layout."""
+    wide = [{"wide": gettext("Left image"), "enlarge_wide": gettext("Enlarge the left image")},
+            {"wide": gettext("Right image"), "enlarge_wide": gettext("Enlarge the right image")}]
+    if direction == "rtl":
+        wide.reverse()
+    tall = [{"tall": gettext("Top image"), "enlarge_tall": gettext("Enlarge the top image")},
+            {"tall": gettext("Bottom image"),
+             "enlarge_tall": gettext("Enlarge the bottom image")}]
+    return {"left": wide[0] | tall[0], "right": wide[1] | tall[1]}
+
+
 def init_app(app: Flask) -> None:
     Babel(app, locale_selector=select_language)
     app.register_blueprint(bp)
@@ -72,8 +85,8 @@ def init_app(app: Flask) -> None:
     @app.context_processor
     def language_context():
         code = current_language()
-        return {"lang": code, "lang_dir": LANGUAGES.get(code, LANGUAGES[DEFAULT])[1],
-                "languages": LANGUAGES,
-                "side_names": {"left": gettext("Left image"), "right": gettext("Right image")},
+        direction = LANGUAGES.get(code, LANGUAGES[DEFAULT])[1]
+        return {"lang": code, "lang_dir": direction, "languages": LANGUAGES,
+                "side_names": _side_names(direction),
                 "gender_names": {"female": gettext("Female"), "male": gettext("Male"),
                                  "other": gettext("Other")}}

@@ -51,6 +51,11 @@ SETTINGS = {"RATELIMIT_ENABLED", "RATELIMIT_STORAGE_URI", "RATELIMIT_STORAGE_OPT
             "RATELIMIT_IN_MEMORY_FALLBACK_ENABLED"}
 
 
+class NewVotersWait(TooManyRequests):
+    """The network's new-identity budget is spent: its next newcomer waits (its page says
+    why, and how long)."""
+
+
 def shared_storage(uri: str) -> bool:
     """Whether limits stored at ``uri`` are shared between processes (not ``memory://``)."""
     return not (uri or "memory://").startswith("memory://")
@@ -156,7 +161,8 @@ def check(text: str, key: str, scope: str) -> None:
         if count > item.amount:
             g.arena_retry_after = max(1, math.ceil(_window_end(store, bucket) - time.time()))
             log.info("rate limit %s exceeded on %s", item, scope)
-            raise TooManyRequests()
+            refused = NewVotersWait if scope == "new-identity" else TooManyRequests
+            raise refused(retry_after=g.arena_retry_after)
 
 
 def _window_end(store: Storage, bucket: str) -> float:

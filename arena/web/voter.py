@@ -130,7 +130,9 @@ def _render_card(voting_session: int | str, warning: str | None = None,
     task = None if done else card.task
     context = {"session_id": card.session.public_id, "warning": warning, "error": error,
                "task": task_view(task) if task else None, "standing": standing,
-               "preload": preload_view(card.following) if task else []}
+               "preload": preload_view(card.following) if task else [],
+               "answered": voters.answer_count(voter) if voter and not task else None,
+               "next_in": current_app.config["NEXT_SESSION_SECONDS"]}
     template = "voter/_card.html" if is_htmx() else "voter/session.html"
     response = current_app.make_response((render_template(template, **context), status))
     response.headers["Vary"] = "HX-Request"

@@ -2,6 +2,9 @@
 // - Continue stays disabled until an image is chosen, and the response time is measured;
 // - alignment captions are revealed one word at a time before the voter may confirm having
 //   read them (the server keeps the images disabled until it accepts that confirmation);
+// - each image is named as it is placed: top and bottom when stacked, left and right side
+//   by side;
+// - the thank-you card starts the next session after a short countdown, unless stopped;
 // - an image's enlarge button opens a full-screen view (pinch to zoom, swipe or "Other
 //   image" for the other one, Close or Escape to go back);
 // - the leaderboard's criterion tabs carry the filters chosen on the page;
@@ -45,10 +48,66 @@
     }, wordMs);
   }
 
+  // The server names the images for a phone held upright (stacked); side by side they are
+  // renamed from the card's words (already mirrored for a right-to-left page).
+  function nameSides(card) {
+    var choices = card.querySelectorAll(".voting label.choice[data-tall]");
+    if (choices.length !== 2) return;
+    var first = choices[0].getBoundingClientRect(), second = choices[1].getBoundingClientRect();
+    var stacked = second.top >= first.bottom - 1;
+    choices.forEach(function (choice) {
+      var name = stacked ? choice.dataset.tall : choice.dataset.wide;
+      var zoom = choice.querySelector("a.zoom");
+      choice.querySelector("img").alt = name;
+      if (zoom) {
+        zoom.dataset.label = name;
+        zoom.setAttribute("aria-label",
+          stacked ? choice.dataset.enlargeTall : choice.dataset.enlargeWide);
+      }
+    });
+  }
+  var renaming = 0;
+  window.addEventListener("resize", function () {
+    cancelAnimationFrame(renaming);
+    renaming = requestAnimationFrame(function () {
+      document.querySelectorAll("form.task").forEach(nameSides);
+    });
+  });
+
+  // The thank-you card: the next session starts by itself after data-next-in seconds
+  // (counted only while the page is in sight), unless the voter taps Stop.
+  function initDone(card) {
+    if (!card || card.dataset.ready || !card.dataset.nextIn) return;
+    card.dataset.ready = "1";
+    var left = parseInt(card.dataset.nextIn, 10);
+    var note = card.querySelector(".next-in");
+    var form = card.querySelector("form.next-session");
+    if (!note || !form || !(left > 0)) return;
+    var text = note.querySelector(".next-in-text");
+    var template = text.dataset.template;
+    var show = function () { text.textContent = template.replace("{seconds}", String(left)); };
+    show();
+    note.hidden = false;
+    var timer = setInterval(function () {
+      if (document.hidden) return;
+      left -= 1;
+      if (left > 0) return show();
+      clearInterval(timer);
+      note.hidden = true;
+      form.requestSubmit();
+    }, 1000);
+    note.querySelector("button").addEventListener("click", function () {
+      clearInterval(timer);
+      note.hidden = true;
+    });
+  }
+
   function initAll(root) {
     (root || document).querySelectorAll && (root || document)
       .querySelectorAll("form.task").forEach(initCard);
     if (root && root.matches && root.matches("form.task")) initCard(root);
+    document.querySelectorAll("form.task").forEach(nameSides);
+    initDone(document.querySelector("section.done"));
   }
 
   // The full-screen view: one dialog for the page, showing the largest variant of either

@@ -30,19 +30,19 @@ def test_enlarge_swipe_and_close(app, live_server, phone):
     card.get_by_text("Question 1 of 3").wait_for()
     large = [card.locator("a.zoom").nth(k).get_attribute("href") for k in range(2)]
     assert all(url.endswith(f"/{max(app.config['PRESENT_SIZES'])}.webp") for url in large)
-    card.get_by_role("link", name="Enlarge the left image").tap()
+    card.get_by_role("link", name="Enlarge the top image").tap()
     viewer = phone.locator("dialog.viewer")
     viewer.wait_for()
     image = viewer.locator("img")
     assert image.evaluate(LOADED).endswith(large[0])
     box, view = image.bounding_box(), phone.viewport_size
     assert box["width"] >= 0.95 * view["width"]  # the whole width of the phone
-    assert viewer.locator(".viewer-label").inner_text() == "Left image"
+    assert viewer.locator(".viewer-label").inner_text() == "Top image"
     viewer.evaluate(SWIPE)
-    assert viewer.locator(".viewer-label").inner_text() == "Right image"
+    assert viewer.locator(".viewer-label").inner_text() == "Bottom image"
     assert image.evaluate(LOADED).endswith(large[1])
     viewer.get_by_role("button", name="Other image").tap()
-    assert viewer.locator(".viewer-label").inner_text() == "Left image"
+    assert viewer.locator(".viewer-label").inner_text() == "Top image"
     viewer.get_by_role("button", name="Close").tap()
     viewer.wait_for(state="hidden")
     # back on the task: nothing chosen by looking, and the task goes on as before

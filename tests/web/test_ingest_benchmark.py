@@ -23,7 +23,7 @@ def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
         [sys.executable, "benchmarks/ingest.py", "--only", "sqlite", "--seconds", "2",
          "--warmup", "0.5", "--rounds", "2", "--users", "2", "--set", "DEMO_PROMPTS=6",
          "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=4",
-         "--set", "PRESENT_SIZES=[384]", *flow],
+         "--set", "PRESENT_SIZES=[384]", "--set", "DEMO_IMAGE_SIZE=384", *flow],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout

@@ -198,3 +198,28 @@ def test_an_htmx_vote_over_the_limit_gets_a_card_not_a_whole_page(make_app):
     assert card.lstrip().startswith("<section") and "<html" not in card
     assert "Too many requests" in card and 'href="/"' in card
     assert "Retry-After" in replies[1].headers
+
+
+def test_a_newcomer_over_the_networks_budget_is_told_why_and_how_long_in_their_language(
+        make_app):
+    """A classroom behind one address: the newcomer after the budget gets a page in their
+    language saying why they wait and for how long (the window's end, as Retry-After says),
+    and the API says the same wait in milliseconds."""
+    app = make_app(RATELIMIT_ENABLED=True, RATE_LIMIT_NEW_VOTERS="2/hour")
+    with app.app_context():
+        make_campaign()
+    pages = []
+    for _ in range(3):
+        browser = app.test_client()
+        token = csrf_token(browser.get("/").get_data(as_text=True))
+        pages.append(browser.post("/start", data={"csrf_token": token},
+                                  headers={"Accept-Language": "es"}))
+    assert [p.status_code for p in pages] == [303, 303, 429]
+    refused = pages[-1]
+    minutes = -(-int(refused.headers["Retry-After"]) // 60)
+    html = refused.get_data(as_text=True)
+    assert 55 <= minutes <= 60 and f"Vuelve a intentarlo en unos {minutes} minutos." in html
+    assert "Muchas personas de tu red han empezado a votar" in html
+    api = app.test_client().post("/api/v1/sessions", json={})
+    assert api.status_code == 429 and api.json["retry_after_ms"] >= 55 * 60_000
+    assert api.json["error"] == "Too many new visitors from your network right now."

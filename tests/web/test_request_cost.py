@@ -19,7 +19,7 @@ def test_the_request_cost_benchmark_prints_its_figures(flow):
         [sys.executable, "benchmarks/request_cost.py", "--prompts", "4", "--cycles", "6",
          "--warmup", "3",
          "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=4",
-         "--set", "PRESENT_SIZES=[384]", *flow],
+         "--set", "PRESENT_SIZES=[384]", "--set", "DEMO_IMAGE_SIZE=384", *flow],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
@@ -44,7 +44,7 @@ def test_the_request_cost_benchmark_pairs_a_setting():
         [sys.executable, "benchmarks/request_cost.py", "--prompts", "4", "--cycles", "8",
          "--warmup", "1",
          "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=4",
-         "--set", "PRESENT_SIZES=[384]",
+         "--set", "PRESENT_SIZES=[384]", "--set", "DEMO_IMAGE_SIZE=384",
          "--paired", "RATELIMIT_ENABLED=false"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .servers import ARENA, ROOT, free_port, server_env, stop, upgrade, wait_healthy
+from .servers import ARENA, ROOT, free_port, serve, server_env, stop, upgrade, wait_healthy
 
 CONFIG = ROOT / "gunicorn.conf.py"
 GUNICORN = str(Path(sys.executable).parent / "gunicorn")
@@ -232,3 +232,36 @@ def test_host_and_port_override_the_settings_files_address():
     assert _bind(["127.0.0.1:5000"], "::", 80) == _bind(["x:1"], "[::]", 80) == "[::]:80"
     assert _bind(["[::1]:5000"], None, 6000) == "[::1]:6000"
     assert _bind(["127.0.0.1:5000"], "", None) == "0.0.0.0:5000"
+
+
+def test_on_every_interface_it_prints_the_lan_address_a_phone_opens_and_its_qr(instance):
+    """`start.sh --host 0.0.0.0` as the README says: the printed address answers from the
+    network (not loopback), and the QR code under it encodes that address."""
+    import segno
+
+    port = free_port()
+    process = serve(instance, port, "--host", "0.0.0.0")
+    try:
+        wait_healthy(port, process)
+    finally:
+        out = stop(process)
+    lines = out.splitlines()
+    start = lines.index("Open Arena on a phone on this network (or scan the code):")
+    url = lines[start + 1].strip()
+    assert url.startswith("http://") and not url.startswith("http://127."), out
+    # the compact code: a character per column, two rows of modules per line
+    blocks = {" ": (0, 0), "▀": (1, 0), "▄": (0, 1), "█": (1, 1)}
+    code = [line for line in lines[start + 2:] if line and set(line) <= set(blocks)]
+    rows = [[blocks[c][half] for c in line] for line in code for half in (0, 1)]
+    dark = [[1 - m for m in row] for row in rows]  # (light modules are drawn: dark terminal)
+    expected = [list(map(int, row)) for row in segno.make(url, error="m").matrix]
+    n = len(expected)
+    inner = [row[4:4 + n] for row in dark[4:4 + n]]  # (inside the quiet zone of 4 modules)
+    assert inner == expected, out
+    process = serve(instance, port, "--host", "0.0.0.0")
+    try:
+        wait_healthy(port, process)
+        with urllib.request.urlopen(url, timeout=5) as response:  # (through the LAN address)
+            assert response.status == 200 and b"Arena" in response.read()
+    finally:
+        stop(process)

@@ -57,6 +57,7 @@ SETTINGS = {
     "ARENA_DEMO_IMAGES_PER_MODEL": "2",
     "ARENA_GOLD_MAX_DAMAGED": "4",
     "ARENA_PRESENT_SIZES": "[384]",
+    "ARENA_DEMO_IMAGE_SIZE": "384",
     # the one limit counted here (every voter of this test comes from 127.0.0.1: the others
     # are out of reach, as in benchmarks/harness.py)
     "ARENA_RATE_LIMIT_SIGN_IN": "3/minute",
