@@ -49,7 +49,7 @@ def main() -> None:
     env.update(ARENA_INSTANCE_PATH=str(folder), ARENA_SECRET_KEY="farm",
                ARENA_PSEUDONYM_KEY="farm", ARENA_DEMO_PROMPTS=str(args.prompts),
                ARENA_GOLD_MAX_DAMAGED="40", ARENA_PRESENT_SIZES="[384]",
-               ARENA_DEMO_IMAGE_SIZE="384")
+               ARENA_DEMO_IMAGE_SIZE="384", ARENA_DEMO_IMAGES_PER_MODEL="4")
     if args.postgres:
         env["ARENA_DATABASE_URL"] = args.postgres
     started = time.perf_counter()

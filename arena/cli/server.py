@@ -34,7 +34,7 @@ def _wrote(keys: list[str]) -> None:
 @click.option("--prompts", "n_prompts", type=click.IntRange(1, 200), default=None,
               help="Prompts with images (default: DEMO_PROMPTS, 24).")
 @click.option("--images", "n_images", type=click.IntRange(1, 8), default=None,
-              help="Images per model and prompt (default 4).")
+              help="Images per model and prompt (default: DEMO_IMAGES_PER_MODEL, 2).")
 @click.option("--votes", "n_votes", type=click.IntRange(0, 1_000_000), default=400,
               show_default=True, help="Simulated crowd votes cast through the real services, "
               "so the leaderboard has data (0: none).")
