@@ -40,6 +40,9 @@ def test_named_colour_is_used_by_good_models_only():
 def test_load_demo_builds_a_campaign_once(ctx):
     counts = demo.load_demo(n_prompts=2, images_per_model=2)
     assert counts["images"] == 2 * 4 * 2
+    size = ctx.config["DEMO_IMAGE_SIZE"]  # (1024 by default: sharp on a 3x phone)
+    assert set(db.session.execute(select(Image.width, Image.height).where(
+        Image.model_id.is_not(None)).distinct()).all()) == {(size, size)}
     # 4 models x 2 images: 6 model pairs x 4 image pairs = 24 per prompt and criterion
     assert counts["comparisons"] == 24 * 2 * 3
     assert db.session.scalar(select(func.count()).select_from(GenModel)) == 4
