@@ -6,6 +6,7 @@ landing page for voters with the other links at its foot."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 from sqlalchemy import delete
 
 from arena.extensions import db
@@ -49,9 +50,11 @@ def test_images_are_named_as_placed(browser, live_server, preference, language, 
             ("Top image", "Enlarge the top image", "Top image"),
             ("Bottom image", "Enlarge the bottom image", "Bottom image")]
     page.set_viewport_size({"width": 844, "height": 390})  # turned sideways
-    page.wait_for_function("document.querySelector('label.choice img').alt !== "
-                           f"{upright[0][0]!r}")
-    turned = _names(page)
+    for _ in range(50):  # (renamed on the next frame after the resize)
+        turned = _names(page)
+        if turned[0][0] != upright[0][0]:
+            break
+        page.wait_for_timeout(100)
     assert [n[0] for n in turned] == wide and [n[2] for n in turned] == wide
     # the one named left is drawn left
     named_left = 0 if language == "en" else 1
@@ -89,3 +92,35 @@ def test_the_landing_page_is_for_voters(live_server, preference, phone):
     for link in more.get_by_role("link").all():
         assert link.bounding_box()["height"] >= 44
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+BOXES = """els => els.map(el => { const box = el.getBoundingClientRect();
+                                return [Math.round(box.left), Math.round(box.top),
+                                        Math.round(box.width)]; })"""
+
+
+@pytest.mark.parametrize(("width", "height"), [(360, 640), (390, 844)])
+def test_the_images_stay_put_when_the_caption_is_confirmed(app, browser, live_server, width,
+                                                           height):
+    """The voter reads, taps "I have read the caption" and reaches for an image: it must be
+    where it was (the button used to vanish, and the images grew or went from side by side
+    to stacked under the finger)."""
+    app.config.update(VALIDATION_RATE=0.0, REVEAL_WORD_MS=20)
+    with app.app_context():
+        make_campaign(gold=False, n_prompts=4)
+        db.session.execute(delete(Comparison).where(Comparison.criterion != "alignment"))
+        db.session.commit()
+    context = browser.new_context(viewport={"width": width, "height": height},
+                                  has_touch=True, is_mobile=True)
+    page = context.new_page()
+    page.goto(live_server + "/")
+    page.get_by_role("button", name="Start").tap()
+    card = page.locator("form.task")
+    confirm = card.get_by_role("button", name="I have read the caption")
+    expect(confirm).to_be_enabled()  # (once the caption is revealed)
+    before = card.locator("label.choice img").evaluate_all(BOXES)
+    confirm.tap()
+    card.locator("fieldset.pair:not([disabled])").wait_for()
+    assert page.locator("form.task label.choice img").evaluate_all(BOXES) == before
+    assert page.get_by_text("Caption read").is_visible()
+    context.close()
