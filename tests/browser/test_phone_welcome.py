@@ -124,3 +124,19 @@ def test_the_images_stay_put_when_the_caption_is_confirmed(app, browser, live_se
     assert page.locator("form.task label.choice img").evaluate_all(BOXES) == before
     assert page.get_by_text("Caption read").is_visible()
     context.close()
+
+
+def test_a_phone_turned_sideways_gives_the_images_most_of_the_width(browser, live_server,
+                                                                    preference):
+    """844 x 390: the text and buttons in a narrow column, the two images over half the card
+    (a third of it, 167 px each, when the columns were halves)."""
+    context = browser.new_context(viewport={"width": 844, "height": 390}, has_touch=True,
+                                  is_mobile=True)
+    page = context.new_page()
+    page.goto(live_server + "/")
+    page.get_by_role("button", name="Start").tap()
+    card = page.locator("form.task")
+    card.locator("label.choice img").first.wait_for()
+    images = sum(box[2] for box in card.locator("label.choice img").evaluate_all(BOXES))
+    assert images >= 0.5 * card.bounding_box()["width"], images
+    context.close()
