@@ -389,6 +389,8 @@ class RollupComparison(db.Model):
     criterion: Mapped[str] = mapped_column(String(20), primary_key=True)
     comparison_id: Mapped[int] = mapped_column(ForeignKey("comparison.id"), primary_key=True)
     votes: Mapped[int] = mapped_column(Integer)
+    # of them for the comparison's first image (image_a): agreement per criterion
+    first_votes: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class RollupCampaignVoter(db.Model):

@@ -17,6 +17,7 @@ from flask import current_app
 from sqlalchemy import select
 
 from arena.analysis import published, rollups
+from arena.analysis.agreement import criterion_agreement
 from arena.analysis.tallies import (
     TWO_WAY,
     RankingError,
@@ -30,6 +31,7 @@ from arena.config import check_criterion
 from arena.extensions import db
 from arena.models import Comparison, EloRating, GenModel, Vote
 from arena.ranking import PairCounts, PairMoments, bootstrap, bradley_terry, instant_intervals
+from arena.ranking.agreement import Agreement
 from arena.ranking.robustness import flips
 
 METHODS = ("bt", "elo")
@@ -79,6 +81,7 @@ class Ranking:
     wins: list[list[float]] | None = None
     as_of: datetime | None = None  # published figures: the votes cast before this count
     withheld: bool = False  # a public slice of too few voters: no figures at all
+    agreement: Agreement | None = None  # how much the voters agree on the criterion
 
     def records(self) -> list[dict]:
         return [asdict(m) for m in self.models]
@@ -420,6 +423,7 @@ def rank_models(
             rolled.names, rolled.counts, rounds=rounds, rng=rng, intervals=intervals,
             cluster=cluster, online_elo=elo_now, criterion=criterion, include_idle=include_idle)
         ranking.slice, ranking.as_of = _described(slice_), slice_.as_of
+        ranking.agreement = criterion_agreement(criterion, slice_)
         if public:
             _published_leads(criterion, ranking)
         return ranking
@@ -440,6 +444,7 @@ def rank_models(
     if counted.margins:
         ranking.slice["reweighted"] = "; ".join(m.describe() for m in counted.margins)
     ranking.as_of = slice_.as_of
+    ranking.agreement = criterion_agreement(criterion, slice_)
     return ranking
 
 

@@ -379,12 +379,14 @@ def _store_counts(dialect, criterion: str, row: RankingRollup, end: datetime,
     quota, and each campaign voter's votes, gold answers and failed ones."""
     window = _window(criterion, row, end, last)
     quota = dialect.insert(RollupComparison).from_select(
-        ["criterion", "comparison_id", "votes"],
-        select(literal(criterion), Vote.comparison_id, func.count())
+        ["criterion", "comparison_id", "votes", "first_votes"],
+        select(literal(criterion), Vote.comparison_id, func.count(), _first())
+        .join(Comparison, Comparison.id == Vote.comparison_id)
         .where(*window, Vote.flags == 0).group_by(Vote.comparison_id))
     db.session.execute(quota.on_conflict_do_update(
         index_elements=["criterion", "comparison_id"],
-        set_={"votes": RollupComparison.votes + quota.excluded.votes}))
+        set_={"votes": RollupComparison.votes + quota.excluded.votes,
+              "first_votes": RollupComparison.first_votes + quota.excluded.first_votes}))
     people = dialect.insert(RollupCampaignVoter).from_select(
         ["criterion", "campaign_id", "voter_id", "votes", "gold", "failed"],
         select(literal(criterion), Comparison.campaign_id, Vote.voter_id, *_answers())
@@ -395,6 +397,11 @@ def _store_counts(dialect, criterion: str, row: RankingRollup, end: datetime,
         index_elements=["criterion", "campaign_id", "voter_id"],
         set_={name: getattr(RollupCampaignVoter, name) + getattr(people.excluded, name)
               for name in ("votes", "gold", "failed")}))
+
+
+def _first():
+    """A group's votes for their comparison's first image (Comparison joined)."""
+    return func.sum(case((Vote.winner_image_id == Comparison.image_a_id, 1), else_=0))
 
 
 def _answers() -> tuple:
@@ -442,6 +449,33 @@ def comparison_votes(before: datetime, *among):
     both = union_all(*parts).subquery()
     return (select(both.c.comparison_id, func.sum(both.c.n).label("n"))
             .group_by(both.c.comparison_id).subquery())
+
+
+def comparison_sides(criterion: str, as_of: datetime | None = None) -> np.ndarray | None:
+    """Per ordinary comparison of ``criterion``, its counted votes stamped before ``as_of``
+    (all when None) for its first and its second image, from the rollup and the votes past
+    its watermark: an array of rows (first, second). None when there is no rollup, or it
+    runs past ``as_of`` (read the log, :func:`arena.analysis.agreement.sides`)."""
+    row = db.session.get(RankingRollup, criterion, populate_existing=True)
+    if row is None or (as_of is not None and row.through > as_of):
+        return None
+    before = as_of or datetime(9999, 1, 1)
+    ordinary = Comparison.is_validation.is_(False)
+    parts = [select(Vote.comparison_id.label("comparison_id"), _first().label("first"),
+                    func.count().label("n"))
+             .join(Comparison, Comparison.id == Vote.comparison_id)
+             .where(Vote.flags == 0, ordinary, *clauses).group_by(Vote.comparison_id)
+             for clauses in _not_rolled_up(criterion, before)]
+    parts.append(select(RollupComparison.comparison_id, RollupComparison.first_votes,
+                        RollupComparison.votes)
+                 .join(Comparison, Comparison.id == RollupComparison.comparison_id)
+                 .where(RollupComparison.criterion == criterion, ordinary,
+                        _usable(RollupComparison.criterion, before)))
+    both = union_all(*parts).subquery()
+    rows = np.array([tuple(r) for r in db.session.execute(
+        select(func.sum(both.c.first), func.sum(both.c.n)).group_by(both.c.comparison_id))],
+        dtype=np.int64).reshape(-1, 2)
+    return np.column_stack([rows[:, 0], rows[:, 1] - rows[:, 0]])
 
 
 def campaign_voters(campaign_id: int, before: datetime):

@@ -9,6 +9,8 @@ kind (see :mod:`arena.web.errors`); every view parses, calls a service and seria
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 from flask import Blueprint, Response, jsonify, request, stream_with_context
 from flask_babel import gettext
@@ -318,6 +320,8 @@ def leaderboard():
         effective_units=ranking.effective_units,
         effective_votes=ranking.effective_votes,
         flags=ranking.flags, slice=ranking.slice,
+        agreement=({k: exports.clean(v) for k, v in asdict(ranking.agreement).items()}
+                   if ranking.agreement else None),
         models=[{k: exports.clean(v) for k, v in r.items()} for r in ranking.records()])
 
 

@@ -1,0 +1,110 @@
+"""Agreement per criterion (arena.ranking.agreement): alpha equals the reference package's,
+behaves at its ends, and its bootstrap interval covers the population's alpha in a
+simulation from a known truth with pairs of very different difficulty and vote counts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import krippendorff
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arena.ranking.agreement import agreement
+
+counts_st = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), min_size=2,
+                     max_size=30).filter(lambda rows: sum(a + b >= 2 for a, b in rows) >= 2)
+
+
+@settings(max_examples=150, deadline=None)
+@given(counts_st)
+def test_alpha_is_the_reference_packages(rows):
+    result = agreement(rows, rounds=10, rng=np.random.default_rng(0))
+    pairable = np.array([r for r in rows if sum(r) >= 2], float)
+    firsts, seconds = pairable.sum(axis=0)
+    if firsts == 0 or seconds == 0:  # every vote one way: no variation to agree about
+        assert result is None
+        return
+    expected = krippendorff.alpha(value_counts=pairable, level_of_measurement="nominal")
+    assert result.alpha == pytest.approx(expected, abs=1e-9)
+    # the majority share, by hand
+    assert result.majority == pytest.approx(pairable.max(axis=1).sum() / pairable.sum())
+    assert result.alpha_low <= result.alpha_high and result.pairs == len(pairable)
+
+
+def test_its_ends_and_its_symmetry():
+    unanimous = agreement([[5, 0], [0, 4], [3, 0]], rounds=50, rng=np.random.default_rng(1))
+    assert unanimous.alpha == pytest.approx(1) and unanimous.majority == pytest.approx(1)
+    rng = np.random.default_rng(2)
+    coin = rng.binomial(20, 0.5, size=4000)
+    by_chance = agreement(np.column_stack([coin, 20 - coin]), rounds=50, rng=rng)
+    assert abs(by_chance.alpha) < 0.02
+    rows = np.array([[7, 2], [1, 5], [4, 4], [9, 0]])
+    swapped = agreement(rows[:, ::-1], rounds=50, rng=np.random.default_rng(3))
+    assert swapped.alpha == pytest.approx(agreement(rows, rounds=50).alpha)
+    assert agreement([[3, 1]]) is None and agreement([[1, 0], [0, 1]]) is None
+
+
+def _study(rng, pairs):
+    """Pairs of very different difficulty (a third nearly certain, the rest anywhere from a
+    coin toss to a clear call, skewed to either image) and vote counts from 2 to 30."""
+    certain = rng.random(pairs) < 1 / 3
+    p = np.where(certain, rng.choice([0.05, 0.95], pairs), rng.beta(2, 2, pairs))
+    n = rng.integers(2, 31, pairs)
+    return p, n
+
+
+def test_the_interval_covers_the_populations_alpha():
+    rng = np.random.default_rng(2026)
+    p, n = _study(rng, 2_000_000)  # the population: expected sums, no vote noise
+    e_n, e_a = n.mean(), (n * p).mean()
+    truth_alpha = 1 - e_n * (n * p * (1 - p)).mean() / (e_a * (e_n - e_a))
+    votes = rng.binomial(n, p)  # (the majority share needs the votes: 2M pairs of them)
+    truth_majority = np.maximum(votes, n - votes).sum() / n.sum()
+    covered, replicates = np.zeros(2), 300
+    for _ in range(replicates):
+        p, n = _study(rng, 250)
+        a = rng.binomial(n, p)
+        result = agreement(np.column_stack([a, n - a]), rounds=600, rng=rng)
+        covered += [result.alpha_low <= truth_alpha <= result.alpha_high,
+                    result.majority_low <= truth_majority <= result.majority_high]
+    assert ((covered / replicates >= 0.92) & (covered / replicates <= 0.98)).all(), (
+        covered, truth_alpha, truth_majority)
+    assert 0.3 < truth_alpha < 0.7 and 0.7 < truth_majority < 0.9  # (room both ways)
+
+
+def test_the_rollup_gives_the_logs_counts_and_every_ranking_carries_them(any_app):
+    """Each comparison's votes for either image, from the rollup plus the votes past its
+    watermark (some of them back-dated), equal the log's; a slice reads the log; every
+    ranking, the public one included, carries the agreement of the votes it counts."""
+    from arena.analysis import rollups
+    from arena.analysis.agreement import criterion_agreement, sides
+    from arena.analysis.leaderboard import rank_models
+    from arena.analysis.tallies import Slice
+    from arena.campaigns import demo
+    from arena.models import utcnow
+
+    def ordered(rows):
+        return sorted(map(tuple, np.asarray(rows).tolist()))
+
+    with any_app.app_context():
+        demo.load_demo(n_prompts=2, images_per_model=2)
+        demo.simulate_votes(300, np.random.default_rng(5))
+        assert rollups.comparison_sides("preference") is None  # (no rollup yet)
+        rollups.refresh()
+        demo.simulate_votes(120, np.random.default_rng(6))  # (past the watermark, by id)
+        log = sides("preference", Slice())
+        assert log.sum() > 100 and ordered(rollups.comparison_sides("preference")) == ordered(
+            log[log.sum(axis=1) > 0])
+        # the next period's refresh adds those votes to the comparisons' rolled-up counts
+        assert sum(r.votes for r in rollups.refresh(utcnow() + timedelta(hours=1))) > 50
+        assert ordered(rollups.comparison_sides("preference")) == ordered(
+            log[log.sum(axis=1) > 0])
+        whole = criterion_agreement("preference")
+        assert whole == agreement(log, rounds=2000, rng=np.random.default_rng(0))
+        english = Slice(language="en")
+        assert criterion_agreement("preference", english).votes < whole.votes
+        ranking = rank_models("preference", intervals="instant", public=True)
+        assert ranking.agreement is not None and ranking.agreement.votes <= whole.votes
