@@ -1,31 +1,30 @@
 """Agreement per criterion (:mod:`arena.ranking.agreement`) over the votes a ranking counts:
 each ordinary comparison's votes for either image, from the rollup when the ranking takes
-every vote (flat in the log), from the log for a slice."""
+every vote, from the log for a slice. Its cost grows with the comparisons, so the public
+board shows the figures the rollup timer took for the period (:func:`take_agreement`)."""
 
 from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
 
 import numpy as np
 from sqlalchemy import case, func
 
-from arena.analysis import rollups
+from arena.analysis import published, rollups
 from arena.analysis.tallies import Slice, vote_filter
 from arena.extensions import db
 from arena.models import Comparison, Vote
 from arena.ranking.agreement import Agreement, agreement
 
-ROUNDS = 2000
 
-
-def criterion_agreement(criterion: str, slice_: Slice | None = None,
-                        rng: np.random.Generator | None = None) -> Agreement | None:
+def criterion_agreement(criterion: str, slice_: Slice | None = None) -> Agreement | None:
     """Krippendorff's alpha and the majority share of ``criterion``'s votes in ``slice_``,
-    with 95% intervals resampling comparisons (None with too few repeated comparisons).
-    Seeded (0) unless ``rng`` is given: a page shows the same interval on every load."""
+    with 95% intervals over comparisons (None with too few repeated comparisons)."""
     slice_ = slice_ or Slice()
     found = None if slice_.active() else rollups.comparison_sides(criterion, slice_.as_of)
     counts = found if found is not None else sides(criterion, slice_)
-    return agreement(counts, rounds=ROUNDS,
-                     rng=rng if rng is not None else np.random.default_rng(0))
+    return agreement(counts)
 
 
 def sides(criterion: str, slice_: Slice) -> np.ndarray:
@@ -37,3 +36,22 @@ def sides(criterion: str, slice_: Slice) -> np.ndarray:
     rows = np.array([tuple(r) for r in db.session.execute(query)],
                     dtype=np.int64).reshape(-1, 2)
     return np.column_stack([rows[:, 0], rows[:, 1] - rows[:, 0]])
+
+
+def take_agreement(criterion: str) -> dict | None:
+    """This period's agreement over every vote before the cut-off, worked out now if not
+    yet: for the rollup timer (``arena votes rollup``) to pay, never a page."""
+    def compute(before):
+        found = criterion_agreement(criterion, Slice(as_of=before))
+        return asdict(found) if found is not None else None
+
+    return published.figures(f"agreement:{criterion}", published.ALL, compute).payload
+
+
+def published_agreement(criterion: str, as_of: datetime | None) -> Agreement | None:
+    """The period's stored agreement (:func:`take_agreement`) when it counts the votes
+    before ``as_of``, else None (the timer has not taken it)."""
+    stored = published.stored(f"agreement:{criterion}", published.ALL)
+    if stored is None or stored.as_of != as_of or stored.payload is None:
+        return None
+    return Agreement(**stored.payload)

@@ -17,7 +17,7 @@ from flask import current_app
 from sqlalchemy import select
 
 from arena.analysis import published, rollups
-from arena.analysis.agreement import criterion_agreement
+from arena.analysis.agreement import criterion_agreement, published_agreement
 from arena.analysis.tallies import (
     TWO_WAY,
     RankingError,
@@ -423,7 +423,8 @@ def rank_models(
             rolled.names, rolled.counts, rounds=rounds, rng=rng, intervals=intervals,
             cluster=cluster, online_elo=elo_now, criterion=criterion, include_idle=include_idle)
         ranking.slice, ranking.as_of = _described(slice_), slice_.as_of
-        ranking.agreement = criterion_agreement(criterion, slice_)
+        ranking.agreement = (published_agreement(criterion, slice_.as_of) if public
+                             else criterion_agreement(criterion, slice_))
         if public:
             _published_leads(criterion, ranking)
         return ranking
@@ -444,7 +445,9 @@ def rank_models(
     if counted.margins:
         ranking.slice["reweighted"] = "; ".join(m.describe() for m in counted.margins)
     ranking.as_of = slice_.as_of
-    ranking.agreement = criterion_agreement(criterion, slice_)
+    ranking.agreement = (published_agreement(criterion, slice_.as_of)
+                         if public and not slice_.active()
+                         else criterion_agreement(criterion, slice_))
     return ranking
 
 

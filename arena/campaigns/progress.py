@@ -62,9 +62,10 @@ def public_progress(campaign: Campaign) -> Progress:
 
 def take_public_figures() -> int:
     """Take this period's public figures (the online Elo, the campaign list, each published
-    campaign's progress, each criterion's lead counts) where no request has yet, so that
-    none waits for them: run after each rollup refresh (``arena votes rollup``). Returns
-    the campaigns seen."""
+    campaign's progress, each criterion's lead counts and agreement) where no request has
+    yet, so that none waits for them: run after each rollup refresh (``arena votes rollup``).
+    Returns the campaigns seen."""
+    from arena.analysis.agreement import take_agreement
     from arena.analysis.leaderboard import take_leads
     from arena.campaigns.campaigns import summaries
 
@@ -72,6 +73,7 @@ def take_public_figures() -> int:
     summaries(public=True)
     for criterion in CRITERIA:
         take_leads(criterion)
+        take_agreement(criterion)
     listed = db.session.scalars(select(Campaign).where(Campaign.published_at.is_not(None)))
     return sum(1 for campaign in listed if public_progress(campaign))
 

@@ -56,11 +56,14 @@ def _tick_step(span: float) -> int:
         scale *= 10
 
 
-def heatmap(ranking: Ranking, cell: int = 44, label: int = 150) -> dict:
-    """Win rate of the row model against the column model, in ranking order."""
+def heatmap(ranking: Ranking, cell: int = 44) -> dict:
+    """Win rate of the row model against the column model, in ranking order. Rows are named
+    "1 Aurora-XL", columns by the same numbers: a name is never cut, and the row labels take
+    no more width than the longest name needs (a phone's narrow card)."""
     if not ranking.wins:
         return {"cells": [], "labels": [], "size": 0}
     names = [m.model for m in ranking.models if m.rating is not None][: len(ranking.wins)]
+    label = min(170, 36 + 7 * max(len(n) for n in names))  # (12 px type: ~7 px a letter)
     cells = []
     for i, row in enumerate(ranking.wins):
         for j, won in enumerate(row):
@@ -72,8 +75,9 @@ def heatmap(ranking: Ranking, cell: int = 44, label: int = 150) -> dict:
                           "text": "–" if rate is None else f"{100 * rate:.0f}",
                           "title": f"{names[i]} beat {names[j]} in {won:g} of {total:g}",
                           "dark": rate is not None and abs(rate - 0.5) > 0.3})
-    labels = [{"name": n, "y": 24 + i * cell + cell / 2, "x": label + i * cell + cell / 2,
-               "short": n[:6]} for i, n in enumerate(names)]
+    labels = [{"name": f"{i + 1} {n}", "y": 24 + i * cell + cell / 2,
+               "x": label + i * cell + cell / 2, "short": str(i + 1)}
+              for i, n in enumerate(names)]
     return {"cells": cells, "labels": labels, "size": len(names), "cell": cell,
             "label_width": label, "width": label + len(names) * cell + 4,
             "height": 24 + len(names) * cell + 4}

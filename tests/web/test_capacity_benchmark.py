@@ -20,7 +20,8 @@ def test_the_capacity_benchmark_prints_its_model():
     done = subprocess.run(
         [sys.executable, "benchmarks/capacity.py", "--prompts", "4", "--cycles", "12",
          "--warmup", "2", "--postgres", PG_URL, "--set", "DEMO_IMAGES_PER_MODEL=2",
-         "--set", "GOLD_MAX_DAMAGED=4", "--set", "PRESENT_SIZES=[384]"],
+         "--set", "GOLD_MAX_DAMAGED=4", "--set", "PRESENT_SIZES=[384]",
+         "--set", "DEMO_IMAGE_SIZE=384"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
