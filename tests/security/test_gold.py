@@ -112,12 +112,13 @@ def test_gold_cannot_be_told_by_how_often_it_is_served(ctx):
     chance."""
     ctx.config["VALIDATION_RATE"] = 0.5
     rng = np.random.default_rng(5)
-    campaign_id = frequency.build(12, rng)  # 1,152 ordinary pairs: many windows of gold
+    campaign_id = frequency.build(9, rng)  # 864 ordinary pairs: many windows of gold
     first = frequency.counts(campaign_id)[1].sum()
     assert first > 2 * matchmaking.GOLD_SAMPLE
-    end = frequency.simulate(campaign_id, 900, 900, rng)[-1]
-    assert end.regular_mean > 1.5  # (each ordinary pair put in about two sessions)
-    assert abs(end.gold_rate - 0.5) < 4 * np.sqrt(0.25 / 900), end
+    sessions = 600  # (each ordinary pair put in about two sessions; the long run: 10x more)
+    end = frequency.simulate(campaign_id, sessions, sessions, rng)[-1]
+    assert end.regular_mean > 1.5
+    assert abs(end.gold_rate - 0.5) < 4 * np.sqrt(0.25 / sessions), end
     # 12 runs of this test: AUC 0.44-0.54 (chance alone: 0.44-0.56 at 99.9%, and the gold
     # rate drawn varies too), the rule on the exact count 0.48-0.56 right
     assert abs(end.auc - 0.5) < 0.08, end

@@ -18,12 +18,12 @@ from tests.web.servers import ROOT
 def test_the_scale_benchmark_prints_every_figure_at_each_size():
     _pg_admin().close()  # (skips, or fails under ARENA_REQUIRE_POSTGRES, without PostgreSQL)
     done = subprocess.run(
-        [sys.executable, "benchmarks/scale.py", "--sizes", "3000,6000", "--models", "6",
+        [sys.executable, "benchmarks/scale.py", "--sizes", "2000,4000", "--models", "6",
          "--repeats", "1", "--postgres", PG_URL],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
-    for size in ("3,000", "6,000"):
+    for size in ("2,000", "4,000"):
         assert re.search(rf"^{size} votes \(log grown in \d+ s\)", out, flags=re.M), out
     for figure in (r"GET /leaderboard, whole log +\d+ ms", r"GET /leaderboard, rollup +\d+ ms",
                    r"arena rank --intervals instant +[\d.]+ s",
