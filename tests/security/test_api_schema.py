@@ -78,7 +78,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 
 
 def _check(operation, headers: dict) -> None:
-    @settings(max_examples=40, deadline=None, database=None,
+    @settings(max_examples=30, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(case=operation.as_strategy())
     def answers_as_described(case):

@@ -71,7 +71,7 @@ def _url(rule, draw) -> str:
     return "".join(parts)
 
 
-@settings(max_examples=800, deadline=None,
+@settings(max_examples=600, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_no_route_answers_500(fuzzed, data):

@@ -4,7 +4,11 @@ simulation from a known truth with pairs of very different difficulty and vote c
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import krippendorff
 import numpy as np
@@ -13,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arena.ranking.agreement import agreement
+from benchmarks.agreement import population, study
 
 counts_st = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), min_size=2,
                      max_size=30).filter(lambda rows: sum(a + b >= 2 for a, b in rows) >= 2)
@@ -47,25 +52,13 @@ def test_its_ends_and_its_symmetry():
     assert agreement([[3, 1]]) is None and agreement([[1, 0], [0, 1]]) is None
 
 
-def _study(rng, pairs):
-    """Pairs of very different difficulty (a third nearly certain, the rest anywhere from a
-    coin toss to a clear call, skewed to either image) and vote counts from 2 to 30."""
-    certain = rng.random(pairs) < 1 / 3
-    p = np.where(certain, rng.choice([0.05, 0.95], pairs), rng.beta(2, 2, pairs))
-    n = rng.integers(2, 31, pairs)
-    return p, n
-
-
 def test_the_interval_covers_the_populations_alpha():
+    """300 studies of 250 pairs (benchmarks/agreement.py runs more, and other sizes)."""
     rng = np.random.default_rng(2026)
-    p, n = _study(rng, 2_000_000)  # the population: expected sums, no vote noise
-    e_n, e_a = n.mean(), (n * p).mean()
-    truth_alpha = 1 - e_n * (n * p * (1 - p)).mean() / (e_a * (e_n - e_a))
-    votes = rng.binomial(n, p)  # (the majority share needs the votes: 2M pairs of them)
-    truth_majority = np.maximum(votes, n - votes).sum() / n.sum()
+    truth_alpha, truth_majority = population(rng)
     covered, replicates = np.zeros(2), 300
     for _ in range(replicates):
-        p, n = _study(rng, 250)
+        p, n = study(rng, 250)
         a = rng.binomial(n, p)
         result = agreement(np.column_stack([a, n - a]))
         covered += [result.alpha_low <= truth_alpha <= result.alpha_high,
@@ -74,6 +67,13 @@ def test_the_interval_covers_the_populations_alpha():
         covered, truth_alpha, truth_majority)
     assert 0.3 < truth_alpha < 0.7 and 0.7 < truth_majority < 0.9  # (room both ways)
 
+
+def test_the_benchmark_prints_its_table():
+    done = subprocess.run([sys.executable, "benchmarks/agreement.py", "--studies", "5",
+                           "--sizes", "40"], cwd=Path(__file__).resolve().parents[2],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^\s+40\s+\d+\.\d%\s+\d+\.\d%$", done.stdout, re.M), done.stdout
 
 def test_the_rollup_gives_the_logs_counts_and_every_ranking_carries_them(any_app):
     """Each comparison's votes for either image, from the rollup plus the votes past its

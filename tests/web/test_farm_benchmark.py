@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_farm_benchmark_prints_its_boards_and_checks():
     done = subprocess.run(
         [sys.executable, "benchmarks/farm.py", "--honest", "300", "--identities", "4",
-         "--votes", "12", "--prompts", "4"],
+         "--votes", "12", "--prompts", "2"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
