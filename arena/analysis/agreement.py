@@ -9,12 +9,11 @@ from dataclasses import asdict
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import case, func
+from sqlalchemy import func
 
 from arena.analysis import published, rollups
 from arena.analysis.tallies import Slice, vote_filter
-from arena.extensions import db
-from arena.models import Comparison, Vote
+from arena.models import Vote
 from arena.ranking.agreement import Agreement, agreement
 
 
@@ -30,12 +29,9 @@ def criterion_agreement(criterion: str, slice_: Slice | None = None) -> Agreemen
 def sides(criterion: str, slice_: Slice) -> np.ndarray:
     """Per ordinary comparison, the counted votes in ``slice_`` for its first and its second
     image, read from the log."""
-    first = func.sum(case((Vote.winner_image_id == Comparison.image_a_id, 1), else_=0))
-    query = (vote_filter(criterion, slice_, join_prompt=True)
-             .with_only_columns(first, func.count()).group_by(Vote.comparison_id))
-    rows = np.array([tuple(r) for r in db.session.execute(query)],
-                    dtype=np.int64).reshape(-1, 2)
-    return np.column_stack([rows[:, 0], rows[:, 1] - rows[:, 0]])
+    return rollups.sides_of(vote_filter(criterion, slice_, join_prompt=True)
+                            .with_only_columns(rollups.first_votes(), func.count())
+                            .group_by(Vote.comparison_id))
 
 
 def take_agreement(criterion: str) -> dict | None:

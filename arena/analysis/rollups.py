@@ -380,7 +380,7 @@ def _store_counts(dialect, criterion: str, row: RankingRollup, end: datetime,
     window = _window(criterion, row, end, last)
     quota = dialect.insert(RollupComparison).from_select(
         ["criterion", "comparison_id", "votes", "first_votes"],
-        select(literal(criterion), Vote.comparison_id, func.count(), _first())
+        select(literal(criterion), Vote.comparison_id, func.count(), first_votes())
         .join(Comparison, Comparison.id == Vote.comparison_id)
         .where(*window, Vote.flags == 0).group_by(Vote.comparison_id))
     db.session.execute(quota.on_conflict_do_update(
@@ -399,7 +399,7 @@ def _store_counts(dialect, criterion: str, row: RankingRollup, end: datetime,
               for name in ("votes", "gold", "failed")}))
 
 
-def _first():
+def first_votes():
     """A group's votes for their comparison's first image (Comparison joined)."""
     return func.sum(case((Vote.winner_image_id == Comparison.image_a_id, 1), else_=0))
 
@@ -461,7 +461,7 @@ def comparison_sides(criterion: str, as_of: datetime | None = None) -> np.ndarra
         return None
     before = as_of or datetime(9999, 1, 1)
     ordinary = Comparison.is_validation.is_(False)
-    parts = [select(Vote.comparison_id.label("comparison_id"), _first().label("first"),
+    parts = [select(Vote.comparison_id.label("comparison_id"), first_votes().label("first"),
                     func.count().label("n"))
              .join(Comparison, Comparison.id == Vote.comparison_id)
              .where(Vote.flags == 0, ordinary, *clauses).group_by(Vote.comparison_id)
@@ -472,9 +472,14 @@ def comparison_sides(criterion: str, as_of: datetime | None = None) -> np.ndarra
                  .where(RollupComparison.criterion == criterion, ordinary,
                         _usable(RollupComparison.criterion, before)))
     both = union_all(*parts).subquery()
-    rows = np.array([tuple(r) for r in db.session.execute(
-        select(func.sum(both.c.first), func.sum(both.c.n)).group_by(both.c.comparison_id))],
-        dtype=np.int64).reshape(-1, 2)
+    return sides_of(select(func.sum(both.c.first), func.sum(both.c.n))
+                    .group_by(both.c.comparison_id))
+
+
+def sides_of(query) -> np.ndarray:
+    """Rows (first, second) from a query of rows (votes for the first image, votes)."""
+    rows = np.array([tuple(r) for r in db.session.execute(query)],
+                    dtype=np.int64).reshape(-1, 2)
     return np.column_stack([rows[:, 0], rows[:, 1] - rows[:, 0]])
 
 
