@@ -177,6 +177,9 @@ class Defaults:
     # these is not reweighted by post-stratification; it keeps its sample share and is flagged.
     POSTSTRAT_MIN_VOTERS = 20
     POSTSTRAT_MIN_VOTES = 100
+    # ... and when such categories and those without votes hold more than this share of a
+    # margin's population, the table is refused: it would be the other groups' preferences
+    POSTSTRAT_MAX_UNREPRESENTED = 0.05
     # Fewer resampling units (voters or prompts) than this, and clustered intervals are flagged.
     MIN_CLUSTERS = 20
     # a lead that removing fewer than this share of the voters undoes is flagged fragile

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from arena.config import Defaults
 from arena.ranking import ranks
 from arena.ranking.bootstrap import bootstrap
 from arena.ranking.bradley_terry import ELO_SCALE, LOG10, bradley_terry
@@ -38,7 +39,7 @@ from arena.ranking.hype import (
 )
 from arena.ranking.pairs import PairCounts
 from arena.ranking.sandwich import instant_intervals
-from arena.ranking.strata import Calibration, too_small
+from arena.ranking.strata import Calibration, too_small, unrepresented
 
 
 @dataclass(frozen=True)
@@ -98,16 +99,19 @@ class Design:
         return 2 * self.tie_rate / (1 - self.tie_rate) if self.tie_rate else 0.0
 
     def shares(self) -> np.ndarray:
-        """Each cell's share of the weighted votes: its target, or its sample share when it
-        is too small to reweight (:func:`arena.ranking.strata.too_small`)."""
+        """Each cell's share of the population the estimand speaks for: its target (however
+        Arena weighs it), or its sample share without targets."""
         sizes = np.asarray(self.cells or (self.votes,), float)
         if not self.targets:
             return sizes / sizes.sum()
-        held = too_small(sizes, sizes, self.min_cell_votes, 0)
-        target = np.asarray(self.targets, float)
-        shares = np.where(held, sizes / sizes.sum(), 0.0)
-        shares[~held] = target[~held] / target[~held].sum() * (1 - shares.sum())
-        return shares
+        return np.asarray(self.targets, float) / sum(self.targets)
+
+    def unrepresented(self) -> float:
+        """The population share Arena cannot reweight (:func:`strata.unrepresented`)."""
+        if not self.targets:
+            return 0.0
+        held = too_small(self.cells, self.cells, self.min_cell_votes, 0)
+        return unrepresented(np.asarray(self.targets, float), np.asarray(self.cells), held)
 
     def calibration(self) -> Calibration | None:
         """The calibration Arena applies to this design's cells."""
@@ -345,8 +349,11 @@ SHOWN = ("bootstrap", "instant")
 
 def _withheld(design: Design, data: PairCounts, least: int = 20) -> bool:
     """Whether Arena shows no interval for this study: many voters worth fewer than
-    ``least`` of equal size."""
-    if design.cluster not in ("voter", "voter+prompt") or design.cells:
+    ``least`` of equal size, or a reweighting refused (more of the population unrepresented
+    than ``POSTSTRAT_MAX_UNREPRESENTED``)."""
+    if design.cells:
+        return design.unrepresented() > Defaults.POSTSTRAT_MAX_UNREPRESENTED
+    if design.cluster not in ("voter", "voter+prompt"):
         return False
     voters = data.way(0) if data.two_way else data
     return voters.n_units >= least and voters.effective_units() < least
@@ -378,8 +385,10 @@ def designs() -> list[Design]:
         replace(base, name="3 heavy voters (20% each), 15% careless, tastes, 20k votes",
                 heavy=(0.2, 0.2, 0.2), careless=0.15, taste=0.5, votes=20_000, voters=2_000),
         strata,
-        replace(strata, name="post-stratified, cells 3000/600/30 as published (held < 100)",
+        replace(strata, name="post-stratified, cells 3000/600/30 (20%) as published",
                 min_cell_votes=100),
+        replace(strata, name="post-stratified, cells 3000/600/30 (3%) as published",
+                targets=(0.6, 0.37, 0.03), min_cell_votes=100),
         replace(strata, name="post-stratified, cells 3000/600/300", cells=(3000, 600, 300)),
     ]
 

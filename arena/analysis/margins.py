@@ -6,8 +6,11 @@ gender) with target shares for its categories: the defaults below, or shares an 
 supplies (``gender:female=0.5,male=0.5``). Categories without a target keep their share of
 the sample; so does a category with fewer voters than ``POSTSTRAT_MIN_VOTERS`` or fewer
 votes than ``POSTSTRAT_MIN_VOTES``, which is flagged instead of being blown up from a
-handful of people (:func:`arena.ranking.strata.too_small`). Voters who did not give an
-attribute that is a margin are left out, and the flags say how many votes that was.
+handful of people (:func:`arena.ranking.strata.too_small`). When such categories and those
+without votes hold more than ``POSTSTRAT_MAX_UNREPRESENTED`` of the population, the
+reweighting is refused (:class:`CannotReweight`): the table would be the others' preferences.
+Voters who did not give an attribute that is a margin are left out, and the flags say how
+many votes that was.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arena.errors import Invalid
+from arena.errors import Invalid, Rejected
 from arena.ranking import Calibration
-from arena.ranking.strata import too_small
+from arena.ranking.strata import too_small, unrepresented
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS
 
 # World population by continent, 2024, from the UN World Population Prospects 2024
@@ -41,6 +44,11 @@ DESCRIPTIONS = {"continent": "world population by continent",
 
 class MarginError(Invalid):
     """A margin that cannot be used: unknown attribute or category, or bad shares."""
+
+
+class CannotReweight(Rejected):
+    """The votes cannot speak for the population: too large a share of it is in categories
+    too small to reweight or without votes."""
 
 
 @dataclass(frozen=True)
@@ -100,11 +108,17 @@ def margins_from(values) -> tuple[Margin, ...]:
 
 
 def calibration(margins: tuple[Margin, ...], cells: np.ndarray, votes: np.ndarray,
-                voters: np.ndarray, min_votes: int, min_voters: int
-                ) -> tuple[Calibration, list[str]]:
+                voters: np.ndarray, min_votes: int, min_voters: int,
+                max_unrepresented: float = 1.0) -> tuple[Calibration, list[str]]:
     """The raking of ``cells`` (cell x margin category indices into CATEGORIES) holding
     ``votes[c]`` votes of ``voters[c]`` voters each, and flags for categories held at their
-    sample share."""
+    sample share.
+
+    Raises
+    ------
+    CannotReweight
+        When categories held at their sample share or without votes make up more than
+        ``max_unrepresented`` of a margin's population (:func:`strata.unrepresented`)."""
     targets, flags = [], []
     for m, margin in enumerate(margins):
         names = CATEGORIES[margin.attribute]
@@ -117,6 +131,12 @@ def calibration(margins: tuple[Margin, ...], cells: np.ndarray, votes: np.ndarra
             flags.append(f"{_label(margin.attribute, names[k])}: {per_voters[k]:.0f} voters, "
                          f"{per_votes[k]:.0f} votes (fewer than {min_voters} voters or "
                          f"{min_votes} votes), kept at its sample share, not reweighted")
+        lost = unrepresented(np.array([margin.targets.get(name, math.nan) for name in names]),
+                             per_votes, small)
+        if lost > max_unrepresented and per_votes.sum() > 0:  # (no votes: nothing to show)
+            raise CannotReweight(_cannot(margin, names, per_votes, per_voters, small, lost,
+                                         max_unrepresented, min_votes, min_voters),
+                                 field="margin")
         missing = [names[k] for k in range(len(names))
                    if margin.targets.get(names[k], 0) > 0 and per_votes[k] == 0]
         if missing:
@@ -125,6 +145,22 @@ def calibration(margins: tuple[Margin, ...], cells: np.ndarray, votes: np.ndarra
                          "their share is spread over the others")
         targets.append(target)
     return Calibration(cells, tuple(targets)), flags
+
+
+def _cannot(margin, names, per_votes, per_voters, small, lost, most, min_votes,
+            min_voters) -> str:
+    """Why a margin cannot be reweighted, naming each category it would have to guess."""
+    parts = []
+    for k, name in enumerate(names):
+        share = margin.targets.get(name, 0)
+        if share > 0 and (small[k] or per_votes[k] == 0):
+            parts.append(f"{_label(margin.attribute, name)} ({share:.0%} of the population: "
+                         f"{per_voters[k]:.0f} voters, {per_votes[k]:.0f} votes)")
+    return (f"cannot reweight to {margin.describe()}: {lost:.0%} of that population is in "
+            f"groups with too few voters or votes to estimate ({'; '.join(parts)}; each "
+            f"needs {min_voters} voters and {min_votes} votes), more than the {most:.0%} "
+            "a reweighted table may leave to the others' preferences. Rank without "
+            "reweighting, or with shares the votes can carry")
 
 
 def _label(attribute: str, name: str) -> str:

@@ -273,7 +273,8 @@ def _calibrate(result: Tally, criterion, slice_, margins, codes, units, winners,
     votes = np.bincount(cell_of_row, weights=counts[known], minlength=len(cells))
     cfg = current_app.config
     result.calibration, flags = margin_rules.calibration(
-        margins, cells, votes, voters, cfg["POSTSTRAT_MIN_VOTES"], cfg["POSTSTRAT_MIN_VOTERS"])
+        margins, cells, votes, voters, cfg["POSTSTRAT_MIN_VOTES"], cfg["POSTSTRAT_MIN_VOTERS"],
+        cfg["POSTSTRAT_MAX_UNREPRESENTED"])
     result.margins = margins
     result.flags += flags
 

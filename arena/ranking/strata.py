@@ -77,6 +77,19 @@ def too_small(votes, voters, min_votes: int, min_voters: int) -> np.ndarray:
     return (votes > 0) & ((votes < min_votes) | (voters < min_voters))
 
 
+def unrepresented(target, votes, small) -> float:
+    """The share of the population (of the categories with a target) that a reweighting
+    cannot give its target: categories too small to reweight (:func:`too_small`) or without
+    a vote. The table speaks for them through the other categories' preferences, so its
+    distance from the population value can be as large as that share times how differently
+    they vote, which no interval of the sample can bound."""
+    target = np.asarray(target, dtype=float)
+    named = ~np.isnan(target)
+    total = target[named].sum()
+    lost = named & (np.asarray(small, bool) | (np.asarray(votes, float) <= 0))
+    return float(target[lost].sum() / total) if total > 0 else 0.0
+
+
 def post_strata(targets) -> Calibration:
     """Post-stratification on one margin: cell k is category k with target ``targets[k]``."""
     targets = np.asarray(targets, dtype=float)

@@ -8,7 +8,7 @@ from flask import current_app
 from sqlalchemy import func, select, update
 
 from arena.analysis.leaderboard import RankingError, rank_counts, rank_models
-from arena.analysis.margins import MarginError
+from arena.analysis.margins import CannotReweight, MarginError
 from arena.analysis.tallies import Slice, tally, win_matrix
 from arena.errors import Invalid
 from arena.extensions import db
@@ -174,8 +174,10 @@ def test_voter_and_prompt_clusters_are_the_default_and_are_flagged_when_few(vote
 
 
 def test_poststratification_reweights_continents(voted):
-    # three Europeans prefer model-0, two Asians model-2; Asia is 59% of the world
-    current_app.config.update(POSTSTRAT_MIN_VOTERS=1, POSTSTRAT_MIN_VOTES=1)
+    # three Europeans prefer model-0, two Asians model-2; Asia is 59% of the world (and no
+    # African: allowed here, see test_a_population_the_votes_cannot_speak_for_is_refused)
+    current_app.config.update(POSTSTRAT_MIN_VOTERS=1, POSTSTRAT_MIN_VOTES=1,
+                              POSTSTRAT_MAX_UNREPRESENTED=1.0)
     ranking = rank_models("preference", rounds=100, poststratify=True,
                           rng=np.random.default_rng(4))
     assert ranking.models[0].model == "model-2"
@@ -198,7 +200,8 @@ def test_poststratification_reweights_continents(voted):
 
 def test_small_margin_categories_are_not_reweighted(voted):
     # two Asian voters, fewer than the minimum: Asia keeps its sample share
-    current_app.config.update(POSTSTRAT_MIN_VOTERS=3, POSTSTRAT_MIN_VOTES=1)
+    current_app.config.update(POSTSTRAT_MIN_VOTERS=3, POSTSTRAT_MIN_VOTES=1,
+                              POSTSTRAT_MAX_UNREPRESENTED=1.0)
     ranking = rank_models("preference", rounds=0, margins=("continent",))
     # (Europe then keeps its sample share too: every weight is 1, the fit the unweighted one)
     plain = {m.model: m.score for m in rank_models("preference", rounds=0).models}
@@ -210,9 +213,33 @@ def test_small_margin_categories_are_not_reweighted(voted):
     assert sum("not reweighted" in f for f in held.flags) == 2
 
 
+def test_a_population_the_votes_cannot_speak_for_is_refused(voted):
+    """Simulated (benchmarks/coverage.py, the post-stratified designs), a group holding 20%
+    of the population, too small to reweight and so kept at its sample share, left the table
+    the other groups' preferences: its intervals covered the population value 30-58% of the
+    time. Past POSTSTRAT_MAX_UNREPRESENTED of the population kept at its sample share or
+    without votes, the reweighting is refused, naming each group, its share and its voters."""
+    current_app.config.update(POSTSTRAT_MIN_VOTERS=3, POSTSTRAT_MIN_VOTES=1)
+    with pytest.raises(CannotReweight) as refused:  # Asia (2 voters), Africa (none), ...
+        rank_models("preference", rounds=0, margins=("continent",))
+    reason = str(refused.value)
+    assert "cannot reweight to world population by continent" in reason
+    assert "Asia (59% of the population: 2 voters" in reason
+    assert "Africa (18% of the population: 0 voters, 0 votes)" in reason
+    assert "needs 3 voters" in reason
+    # shares the votes carry (Europe 3 voters, and Asia at 2% left to its sample share)
+    current_app.config.update(POSTSTRAT_MAX_UNREPRESENTED=0.05)
+    kept = rank_models("preference", rounds=0, margins=("continent:EU=0.98,AS=0.02",))
+    assert kept.slice["reweighted"] == "continent: EU 98%, AS 2%"
+    assert any("Asia: 2 voters" in f and "not reweighted" in f for f in kept.flags)
+    with pytest.raises(CannotReweight):  # ... but not at 6%
+        rank_models("preference", rounds=0, margins=("continent:EU=0.94,AS=0.06",))
+
+
 def test_raking_on_two_margins_leaves_out_voters_without_them(voted):
     # the Europeans gave an age group but no gender, the Asians a gender but no age
-    current_app.config.update(POSTSTRAT_MIN_VOTERS=1, POSTSTRAT_MIN_VOTES=1)
+    current_app.config.update(POSTSTRAT_MIN_VOTERS=1, POSTSTRAT_MIN_VOTES=1,
+                              POSTSTRAT_MAX_UNREPRESENTED=1.0)
     ranking = rank_models("preference", rounds=0, margins=("continent", "gender"))
     assert ranking.total_votes < rank_models("preference", rounds=0).total_votes
     assert any("did not give their continent and gender" in f for f in ranking.flags)

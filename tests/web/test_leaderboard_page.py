@@ -53,7 +53,24 @@ def test_empty_slice_is_explained(client, board):
     assert "no votes yet in this selection" in html
 
 
-def test_poststratified_board(client, board):
+def test_poststratified_board(client, board, app):
+    # one French and one Japanese voter cannot speak for the world: refused, with the reason
+    refused = client.get("/leaderboard?criterion=preference&poststratify=1")
+    html = refused.get_data(as_text=True)
+    assert refused.status_code == 422 and "model-0" not in html
+    assert "cannot reweight to world population by continent" in html
+    assert "Africa (18% of the population: 0 voters, 0 votes)" in html
+    from arena.accounts import tokens
+    from tests.web.helpers import bearer
+
+    with app.app_context():
+        token = tokens.create_token("reweighting-analyst")
+    api = client.get("/api/v1/leaderboard?criterion=preference&method=bt&poststratify=1",
+                     headers=bearer(token))
+    assert api.status_code == 422 and "Africa (18%" in api.json["error"], api.json
+    assert api.json["field"] == "margin"
+    app.config.update(POSTSTRAT_MAX_UNREPRESENTED=1.0, POSTSTRAT_MIN_VOTERS=1,
+                      POSTSTRAT_MIN_VOTES=1)
     html = client.get("/leaderboard?criterion=preference&poststratify=1").get_data(as_text=True)
     assert "reweighted world population by continent" in html
     assert "effective sample size" in html
