@@ -30,7 +30,12 @@ COLUMNS = ["rank", "model", "score", "score_low", "score_high", "rating", "ci_lo
            "lead_voters", "lead_share"]
 
 
-INTEGER_COLUMNS = {"rank", "rank_best", "rank_worst", "tier", "votes", "lead_voters"}
+# how much the voters agree on the criterion (arena.ranking.agreement): the same on every row
+AGREEMENT_COLUMNS = ["agreement_alpha", "agreement_alpha_low", "agreement_alpha_high",
+                     "agreement_majority", "agreement_majority_low", "agreement_majority_high",
+                     "agreement_pairs"]
+INTEGER_COLUMNS = {"rank", "rank_best", "rank_worst", "tier", "votes", "lead_voters",
+                   "agreement_pairs"}
 
 
 def clean(value):
@@ -52,12 +57,20 @@ def to_json(ranking: Ranking) -> str:
                       indent=2)
 
 
+def _rows(ranking: Ranking) -> list[dict]:
+    """The model records with the criterion's agreement on each (empty without one)."""
+    found = ranking.agreement
+    agree = {c: None if found is None else getattr(found, c.removeprefix("agreement_"))
+             for c in AGREEMENT_COLUMNS}
+    return [{**record, **agree} for record in ranking.records()]
+
+
 def to_csv(ranking: Ranking) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    for record in ranking.records():
-        writer.writerow([_csv_cell(record[c]) for c in COLUMNS])
+    writer.writerow(COLUMNS + AGREEMENT_COLUMNS)
+    for record in _rows(ranking):
+        writer.writerow([_csv_cell(record[c]) for c in COLUMNS + AGREEMENT_COLUMNS])
     return buf.getvalue()
 
 
@@ -70,10 +83,10 @@ def to_parquet(ranking: Ranking) -> bytes:
             return pa.string()
         return pa.int64() if column in INTEGER_COLUMNS else pa.float64()
 
-    records = ranking.records()
+    records, columns = _rows(ranking), COLUMNS + AGREEMENT_COLUMNS
     table = pa.Table.from_pydict(
-        {c: [clean(r[c]) for r in records] for c in COLUMNS},
-        schema=pa.schema([(c, arrow_type(c)) for c in COLUMNS]))
+        {c: [clean(r[c]) for r in records] for c in columns},
+        schema=pa.schema([(c, arrow_type(c)) for c in columns]))
     buf = io.BytesIO()
     pq.write_table(table, buf)
     return buf.getvalue()
@@ -120,7 +133,17 @@ def to_table(ranking: Ranking) -> str:
     if ranking.slice:
         head.append("slice: " + ", ".join(f"{k}={v}" for k, v in ranking.slice.items()))
     flags = [f"! {f}" for f in ranking.flags]
-    return "\n".join(head + lines + flags) + "\n"
+    return "\n".join(head + lines + _agreement_line(ranking) + flags) + "\n"
+
+
+def _agreement_line(ranking: Ranking) -> list[str]:
+    a = ranking.agreement
+    if a is None:
+        return []
+    return [f"voters agree: Krippendorff's alpha {a.alpha:.2f} ({a.alpha_low:.2f} to "
+            f"{a.alpha_high:.2f}), {100 * a.majority:.1f}% of votes with their pair's majority "
+            f"({100 * a.majority_low:.1f}-{100 * a.majority_high:.1f}%), 95% intervals over "
+            f"{a.pairs:,d} pairs voted more than once"]
 
 
 # --- The vote log -------------------------------------------------------------------------

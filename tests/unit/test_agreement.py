@@ -115,3 +115,27 @@ def test_the_rollup_gives_the_logs_counts_and_every_ranking_carries_them(any_app
         ranking = rank_models("preference", intervals="instant", public=True)
         assert ranking.agreement == criterion_agreement(
             "preference", Slice(as_of=ranking.as_of)) and ranking.agreement.votes > 0
+        # ... and every export of it: the same figures on each row of a file, a line of the table
+        import csv
+        import io
+
+        import pyarrow.parquet as pq
+
+        from arena.analysis import exports
+
+        found = ranking.agreement
+        rows = list(csv.DictReader(io.StringIO(exports.to_csv(ranking))))
+        assert len(rows) == len(ranking.models)
+        for r in rows:  # (written to 6 significant digits)
+            assert (float(r["agreement_alpha"]), float(r["agreement_majority_low"]),
+                    int(r["agreement_pairs"])) == (pytest.approx(found.alpha, rel=1e-5),
+                                                   pytest.approx(found.majority_low, rel=1e-5),
+                                                   found.pairs)
+        table = pq.read_table(io.BytesIO(exports.to_parquet(ranking))).to_pylist()
+        assert {(r["agreement_alpha_high"], r["agreement_pairs"]) for r in table} == {
+            (found.alpha_high, found.pairs)}
+        assert f"Krippendorff's alpha {found.alpha:.2f}" in exports.to_table(ranking)
+        none = rank_models("preference", intervals="instant", slice_=Slice(language="ar"))
+        assert none.agreement is None and "voters agree" not in exports.to_table(none)
+        assert {r["agreement_alpha"] for r in csv.DictReader(
+            io.StringIO(exports.to_csv(none)))} <= {""}
