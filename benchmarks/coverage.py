@@ -15,7 +15,8 @@ and "instant normal" (the sandwich with the normal's quantiles, not Student's t 
 effective units) are shown for comparison. Elo's intervals are checked on the same designs
 (against Elo averaged over orders), Davidson's on the tie designs (against the generating
 strengths), then HYPE-infinity (two-way bootstrap, against evaluators only) and HYPE-time
-(the psychometric fit, against the paper's figure: coverage, width and bias). One run,
+(the isotonic threshold, against the paper's figure: coverage, width and bias; evaluators
+of one curve family and of three). One run,
 seeded; the Monte Carlo error of a coverage near 95% over R replicates of n models is about
 sqrt(0.05 * 0.95 / (R n)).
 """
@@ -107,7 +108,7 @@ def main() -> None:
         for method, covered in result.covered.items():
             print(f"{design.name:46s} {method:16s} {result.estimand:7.1f} {covered:8.1%} "
                   f"{result.width[method]:7.1f} {result.bias[method]:+7.2%}")
-            if method in ("two-way", "fit") and "bias" not in design.name:
+            if method in ("two-way", "threshold") and "bias" not in design.name:
                 worst[(design.name, method)] = covered
         print(f"{'':46s} ({time.perf_counter() - t0:.0f} s)", flush=True)
     inside = sum(0.93 <= c <= 0.97 for c in worst.values())

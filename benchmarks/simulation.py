@@ -402,8 +402,11 @@ class HypeDesign:
     image i with probability expit(mu + u_e + v_i) (people and images differ; half the
     images real); each evaluator judges ``trials`` images drawn from a pool of ``images``.
     HYPE-time: evaluator e's 75% threshold is ``threshold_ms`` x exp(N(0, evaluator_sd)),
-    with a logistic psychometric function in log exposure (``slope``, ``lapse``), run
-    through the weighted staircase for ``blocks`` x ``block_trials`` trials at 60 Hz."""
+    with a psychometric function P(right | t) = GUESS + (1 - GUESS - lapse) F(t) of the
+    ``curve`` family (:data:`CURVES`; "mixed": each evaluator one of them at random), a
+    slope of ``slope`` x exp(N(0, slope_sd)) and a lapse uniform in [``lapse``,
+    ``lapse_high``], run through the weighted staircase for ``blocks`` x ``block_trials``
+    trials at 60 Hz."""
 
     name: str
     mode: str = "infinity"
@@ -418,6 +421,9 @@ class HypeDesign:
     lapse: float = 0.02
     blocks: int = 3
     block_trials: int = 150
+    curve: str = "log-logistic"
+    slope_sd: float = 0.0
+    lapse_high: float | None = None
 
     def _mu(self) -> float:
         """The logit offset whose population mean error rate is ``deception``."""
@@ -462,21 +468,22 @@ class HypeDesign:
                       np.concatenate(rows["judged"]), image=np.concatenate(rows["img"]))
 
     def _draw_time(self, rng) -> Trials:
-        from scipy.special import expit, logit
 
         rule = WeightedUpDown()
         frame = 1000 / 60
         rows = {k: [] for k in ("e", "real", "judged", "t", "block")}
-        level = logit((TARGET - GUESS) / (1 - GUESS - self.lapse)) / self.slope
+        families = list(CURVES) if self.curve == "mixed" else [self.curve]
         for e in range(self.evaluators):
             threshold = self.threshold_ms * np.exp(self.evaluator_sd * rng.normal())
-            log_mid = np.log(threshold) - level
+            slope = self.slope * np.exp(self.slope_sd * rng.normal())
+            lapse = rng.uniform(self.lapse, self.lapse_high or self.lapse)
+            curve = CURVES[families[rng.integers(len(families))]](
+                threshold, slope, (TARGET - GUESS) / (1 - GUESS - lapse))
             for b in range(1, self.blocks + 1):
                 state = rule.start()
                 for _ in range(self.block_trials):
                     shown = max(1, np.floor(state.exposure_ms / frame + 0.5)) * frame
-                    p = GUESS + (1 - GUESS - self.lapse) * expit(
-                        self.slope * (np.log(shown) - log_mid))
+                    p = GUESS + (1 - GUESS - lapse) * curve(shown)
                     right = rng.random() < p
                     real = rng.random() < 0.5
                     rows["e"].append(f"e{e}")
@@ -488,6 +495,36 @@ class HypeDesign:
         real = np.array(rows["real"])
         return Trials(np.array(rows["e"]), np.where(real, "", "M"), real,
                       np.array(rows["judged"]), np.array(rows["t"]), np.array(rows["block"]))
+
+
+def _log_logistic(threshold: float, slope: float, level: float):
+    """Logistic in log exposure (the family Arena fits), at ``level`` at ``threshold``."""
+    from scipy.special import expit, logit
+
+    log_mid = np.log(threshold) - logit(level) / slope
+    return lambda t: expit(slope * (np.log(t) - log_mid))
+
+
+def _weibull(threshold: float, slope: float, level: float):
+    """Weibull (Gumbel in log exposure), as steep at its median as the log-logistic of
+    ``slope`` (shape 0.72 x slope)."""
+    shape = 0.72 * slope
+    scale = threshold / (-np.log1p(-level)) ** (1 / shape)
+    return lambda t: 1 - np.exp(-((t / scale) ** shape))
+
+
+def _logistic(threshold: float, slope: float, level: float):
+    """Logistic in linear exposure, as steep at the threshold as the log-logistic of
+    ``slope`` (width threshold / slope)."""
+    from scipy.special import expit, logit
+
+    width = threshold / slope
+    mid = threshold - width * logit(level)
+    return lambda t: expit((t - mid) / width)
+
+
+# psychometric families F(t) in (0, 1), each built to reach ``level`` at ``threshold``
+CURVES = {"log-logistic": _log_logistic, "weibull": _weibull, "logistic": _logistic}
 
 
 @dataclass
@@ -503,11 +540,11 @@ class HypeCoverage:
 def hype_coverage(design: HypeDesign, replicates: int = 200, rounds: int = 2000,
                   seed: int = 0, progress=None) -> HypeCoverage:
     """Simulate ``replicates`` studies; for HYPE-infinity compare the two-way bootstrap with
-    resampling evaluators only, for HYPE-time the fitted threshold with the paper's figure
+    resampling evaluators only, for HYPE-time Arena's threshold with the paper's figure
     (whose interval is the same bootstrap over evaluators of its per-evaluator values)."""
     truth = design.estimand()
     rng = np.random.default_rng(seed)
-    keys = ("two-way", "evaluators only") if design.mode == "infinity" else ("fit", "paper")
+    keys = ("two-way", "evaluators only") if design.mode == "infinity" else ("threshold", "paper")
     hits = dict.fromkeys(keys, 0)
     width = dict.fromkeys(keys, 0.0)
     total = dict.fromkeys(keys, 0.0)
@@ -523,7 +560,7 @@ def hype_coverage(design: HypeDesign, replicates: int = 200, rounds: int = 2000,
             s = score[0]
             paper = _paper_per_evaluator(trials)
             boot = paper[rng.integers(0, paper.size, (rounds, paper.size))].mean(axis=1)
-            estimates = {"fit": (s.score, s.ci_low, s.ci_high),
+            estimates = {"threshold": (s.score, s.ci_low, s.ci_high),
                          "paper": (s.paper_score, *np.percentile(boot, [2.5, 97.5]))}
         for key, (estimate, low, high) in estimates.items():
             hits[key] += low <= truth <= high
@@ -546,6 +583,9 @@ def _paper_per_evaluator(trials: Trials) -> np.ndarray:
 def hype_designs() -> list[HypeDesign]:
     infinity = HypeDesign("HYPE-inf, 20 evaluators x 100 images")
     time = HypeDesign("HYPE-time, 300 ms, 20 evaluators", mode="time", evaluator_sd=0.2)
+    # evaluators whose curves are not one family: log-logistic, Weibull or logistic in linear
+    # time, slopes varying by 30%, lapses from 2% to 5%
+    mixed = replace(time, curve="mixed", slope_sd=0.3, lapse=0.02, lapse_high=0.05)
     return [
         infinity,
         replace(infinity, name="HYPE-inf, 60 evaluators x 100 images", evaluators=60),
@@ -557,6 +597,12 @@ def hype_designs() -> list[HypeDesign]:
         replace(time, name="HYPE-time, 300 ms, 60 evaluators", evaluators=60),
         *[replace(time, name=f"HYPE-time bias, {t} ms for all, 60 evaluators", threshold_ms=t,
                   evaluator_sd=0.0, evaluators=60) for t in (150, 300, 500, 700)],
+        *[replace(mixed, name=f"HYPE-time, mixed curves, {t} ms, 20 evaluators",
+                  threshold_ms=t) for t in (150, 300, 500, 700)],
+        replace(mixed, name="HYPE-time, mixed curves, 300 ms, 60 evaluators", evaluators=60),
+        *[replace(mixed, name=f"HYPE-time bias, {curve}, {t} ms for all, 60 evaluators",
+                  curve=curve, threshold_ms=t, evaluator_sd=0.0, evaluators=60)
+          for curve in CURVES for t in (150, 300, 500, 700)],
     ]
 
 

@@ -68,7 +68,7 @@ def test_smoke_hype_designs():
     assert crossed.covered["two-way"] >= 0.8
     timed = hype_coverage(HypeDesign("t", mode="time", evaluators=8, evaluator_sd=0.2,
                                      block_trials=80), replicates=4, rounds=300)
-    assert abs(timed.bias["fit"]) < 0.1
+    assert abs(timed.bias["threshold"]) < 0.1
 
 
 def test_a_few_heavy_voters_leave_the_leaderboard_without_intervals():
