@@ -323,14 +323,16 @@ def paper_threshold(exposure_ms: np.ndarray, block: np.ndarray) -> float:
 def score_time(trials: Trials, *, rounds: int = 10_000, rng: np.random.Generator | None = None,
                level: float = 0.95) -> tuple[list[ModelScore], dict[str, np.ndarray]]:
     """HYPE-time per model: the mean over its evaluators of their 75% thresholds
-    (:func:`crossing` on the trials after each block's approach), with a bootstrap
-    interval resampling evaluators, the spread between them, and the paper's mode-based
-    figure beside it. Longer is more realistic."""
+    (:func:`crossing` on the trials after each block's approach), with Student's t interval
+    over evaluators (the percentile bootstrap of 20 evaluators' mean covered 88.5-94%, too
+    narrow by the t quantile and the n - 1), the spread between them, and the paper's
+    mode-based figure beside it. Longer is more realistic. ``rounds`` and ``rng``: the
+    scorers' common signature (this interval resamples nothing)."""
+    from scipy.special import stdtrit
+
     if trials.exposure_ms is None or trials.block is None:
         raise ValueError("HYPE-time needs exposure_ms and block for every trial")
-    rng = rng if rng is not None else np.random.default_rng()
     belongs = evaluator_models(trials)
-    tail = 100 * (1 - level) / 2
     wrong = ~trials.correct
     scores, per_evaluator = [], {}
     for model in sorted(set(belongs.values())):
@@ -348,7 +350,9 @@ def score_time(trials: Trials, *, rounds: int = 10_000, rng: np.random.Generator
             values.append(crossing(exposure[keep], right[keep]))
             paper.append(paper_threshold(exposure, block))
         values = np.asarray(values, float)
-        boot = _bootstrap_mean(values, None, rounds, rng)
+        n = values.size
+        se = float(values.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+        half = float(stdtrit(n - 1, 1 - (1 - level) / 2)) * se if n > 1 else 0.0
         mask = np.isin(trials.evaluator, evaluators)
         fakes, reals = mask & ~trials.is_real, mask & trials.is_real
         per_evaluator[model] = values
@@ -356,8 +360,8 @@ def score_time(trials: Trials, *, rounds: int = 10_000, rng: np.random.Generator
             model=model, score=float(values.mean()),
             fakes_error=100 * wrong[fakes].mean() if fakes.any() else None,
             reals_error=100 * wrong[reals].mean() if reals.any() else None,
-            std=float(boot.std(ddof=1)), ci_low=float(np.percentile(boot, tail)),
-            ci_high=float(np.percentile(boot, 100 - tail)), evaluators=len(evaluators),
+            std=se, ci_low=float(values.mean()) - half, ci_high=float(values.mean()) + half,
+            evaluators=len(evaluators),
             answers=answers,
             spread=float(values.std(ddof=1)) if len(values) > 1 else None,
             paper_score=float(np.mean(paper))))
