@@ -6,7 +6,9 @@ page and know whether that task was gold; figures taken whenever a page is first
 would let them compare two pages taken either side of an answer. So every vote-derived
 figure anyone but an analyst or an operator sees counts exactly the votes (and skips, and
 gold answers) stamped before one cut-off: the start of the current period
-(``PUBLISHED_PERIOD_S``, an hour) less ``SETTLED``. It is the same for every page, every
+(``PUBLISHED_PERIOD_S``, an hour) less ``SETTLED``, once the rollup timer has screened the
+period's votes for farms (until then, the period before's: :func:`_shown`). It is the
+same for every page, every
 worker and every request of the period, whoever asks first, and it is computed from the
 vote log, not from the live counters. Within a period nothing a voter does changes any
 page; from one period to the next, the change is everybody's votes of the period together.
@@ -26,7 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import delete, func, select
+from sqlalchemy import and_, delete, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from arena.analysis import rollups
@@ -65,16 +67,44 @@ def cutoff(now: datetime | None = None) -> datetime:
     return period_start(now) - SETTLED
 
 
+SCREEN = "screen"  # the figures kind the farm screen stores (arena.analysis.suspects.screen)
+
+
+def _shown(kind: str, key: int, now: datetime | None, load, screened: bool
+           ) -> tuple[datetime, Published | None]:
+    """The start of the period whose figures the public pages show, and the figures ``kind``
+    of ``key`` stored for it (None if none), in one statement. The period is the current
+    one once the rollup timer has screened it for farms, the one before until then (else a
+    farm's votes of the last period would show from the period's first request to the
+    timer's first run in it); the current one without a timer that screens (``SCREEN_HOLDS``
+    off, or no screen stored: a screen drops the one before it), or when not ``screened``."""
+    start = period_start(now)
+    earlier = period_start(start - timedelta(seconds=1))
+    rows = db.session.execute(
+        select(PublishedFigures.kind, PublishedFigures.period, PublishedFigures.as_of,
+               PublishedFigures.payload).where(or_(
+                   and_(PublishedFigures.kind == kind, PublishedFigures.key == key,
+                        PublishedFigures.period.in_([start, earlier])),
+                   and_(PublishedFigures.kind == SCREEN, PublishedFigures.key == ALL)))).all()
+    screens = [r.period for r in rows if r.kind == SCREEN]
+    if (screened and current_app.config["SCREEN_HOLDS"] and screens
+            and max(screens) < start):
+        start = earlier
+    found = next((r for r in rows if r.kind == kind and r.period == start), None)
+    return start, None if found is None else _loaded(found, load)
+
+
 def figures(kind: str, key: int, compute: Callable[[datetime], Any],
-            now: datetime | None = None, load: Callable[[Any], Any] = lambda p: p) -> Published:
-    """The figures ``kind`` of ``key`` for the current period: ``load(compute(cutoff))``,
+            now: datetime | None = None, load: Callable[[Any], Any] = lambda p: p,
+            screened: bool = True) -> Published:
+    """The figures ``kind`` of ``key`` for the period the public pages show
+    (:func:`_shown`; the current one when not ``screened``): ``load(compute(cutoff))``,
     worked out by the period's first request and stored as JSON (another worker's, when it
     stored them first: the same numbers, counted to the same cut-off), read by the rest.
     Older periods' figures of the same kind and key are dropped; figures ``load`` cannot
     read (TypeError, KeyError, ValueError: stored by a release that shaped them otherwise)
     are worked out again."""
-    start = period_start(now)
-    found = _stored(kind, key, start, load)
+    start, found = _shown(kind, key, now, load, screened)
     if found is not None and found is not _UNREADABLE:
         return found
     before = start - SETTLED
@@ -97,9 +127,9 @@ def figures(kind: str, key: int, compute: Callable[[datetime], Any],
 
 
 def stored(kind: str, key: int, now: datetime | None = None) -> Published | None:
-    """The figures ``kind`` of ``key`` for the current period if some request (or the
-    timer) has taken them, else None: for figures no page may pay for."""
-    found = _stored(kind, key, period_start(now), lambda p: p)
+    """The figures ``kind`` of ``key`` for the period the public pages show if some request
+    (or the timer) has taken them, else None: for figures no page may pay for."""
+    found = _shown(kind, key, now, lambda p: p, True)[1]
     return None if found is _UNREADABLE else found
 
 

@@ -141,4 +141,4 @@ def screen(progress=None) -> list[str]:
             hold(fresh, progress)
         return sorted(fresh)
 
-    return published.figures("screen", published.ALL, run).payload
+    return published.figures(published.SCREEN, published.ALL, run, screened=False).payload
