@@ -77,7 +77,10 @@ class Design:
     voters: int = 200
     spread: float = 1.6
     allocation: str = "balanced"  # or "unbalanced": the top models shown ~3x as often
-    tie_rate: float = 0.0  # how often two equal models tie (Davidson's model)
+    tie_rate: float = 0.0  # how often two equal models tie
+    ties: str = "davidson"  # Davidson's model, or "threshold": a tie when the difference
+    # the voter sees is within a threshold (Rao and Kupper), a model Arena does not fit
+    levels: tuple[float, ...] = ()  # the strengths, best first (default: evenly spaced)
     careless: float = 0.0  # share of voters who answer at random
     heavy: tuple[float, ...] = ()  # shares of the votes cast by a few heavy voters
     taste: float = 0.0  # sd of each voter's own liking of each model (log units)
@@ -92,6 +95,8 @@ class Design:
 
     @property
     def strengths(self) -> np.ndarray:
+        if self.levels:
+            return np.asarray(self.levels, float)
         return np.linspace(self.spread / 2, -self.spread / 2, self.items)
 
     @property
@@ -132,7 +137,14 @@ class Design:
         return a, b, w / w.sum()
 
     def _outcome_probs(self, theta_a, theta_b):
-        """P(a wins), P(tie) given (arrays of) strengths, Davidson's model."""
+        """P(a wins), P(tie) given (arrays of) strengths: Davidson's model, or Rao and
+        Kupper's threshold (a tie ``tie_rate`` of the time between equals)."""
+        from scipy.special import expit, logit
+
+        if self.ties == "threshold":
+            eta = logit((1 + self.tie_rate) / 2)
+            p_a, p_b = expit(theta_a - theta_b - eta), expit(theta_b - theta_a - eta)
+            return p_a, 1 - p_a - p_b
         pa, pb = np.exp(theta_a), np.exp(theta_b)
         tie = self.nu * np.sqrt(pa * pb)
         total = pa + pb + tie
@@ -220,6 +232,7 @@ class Coverage:
     design: str
     replicates: int
     covered: dict[str, float]
+    covered_se: dict[str, float]  # Monte Carlo standard error (over replicates)
     width: dict[str, float]
     all_covered: dict[str, float]
     rank_sets: dict[str, float]
@@ -304,7 +317,7 @@ def coverage(design: Design, replicates: int = 200, rounds: int = 500,
     calibration = design.calibration()
     rng = np.random.default_rng(seed)
     tallies = {m: {"covered": 0, "width": 0.0, "all": 0, "ranks": 0, "tiers": 0,
-                   "tier order": 0, "withheld": 0} for m in methods}
+                   "tier order": 0, "withheld": 0, "shares": []} for m in methods}
     for _ in range(replicates):
         raw = design.draw(rng)
         data = raw.counts(design.items, design.cluster, bool(design.cells))
@@ -321,6 +334,7 @@ def coverage(design: Design, replicates: int = 200, rounds: int = 500,
             hit = (low <= truth) & (truth <= high)
             t = tallies[method]
             t["covered"] += int(hit.sum())
+            t["shares"].append(float(hit.mean()))
             t["width"] += float((high - low).mean())
             t["all"] += bool(hit.all())
             t["ranks"] += bool(np.all((sets.best <= true_rank) & (true_rank <= sets.worst)))
@@ -337,6 +351,8 @@ def coverage(design: Design, replicates: int = 200, rounds: int = 500,
 
     return Coverage(
         design.name, replicates, covered=share("covered", design.items),
+        covered_se={m: float(np.std(t["shares"], ddof=1) / np.sqrt(len(t["shares"])))
+                    if len(t["shares"]) > 1 else float("nan") for m, t in tallies.items()},
         width=share("width"), all_covered=share("all"), rank_sets=share("ranks"),
         tier_errors=share("tiers"), tier_order=share("tier order"),
         withheld={m: t["withheld"] / replicates for m, t in tallies.items()})
@@ -359,6 +375,13 @@ def _withheld(design: Design, data: PairCounts, least: int = 20) -> bool:
     return voters.n_units >= least and voters.effective_units() < least
 
 
+def leaderboard(n: int, seed: int = 42) -> tuple[float, ...]:
+    """Strengths as a public leaderboard spreads them, best first: drawn from a normal of sd
+    0.45 log units (78 Elo points), so a few models stand apart and most sit within a few
+    points of a neighbour."""
+    return tuple(sorted(np.random.default_rng(seed).normal(0, 0.45, n), reverse=True))
+
+
 def designs() -> list[Design]:
     """The designs of issue 10's harness (benchmarks/coverage.py runs them all)."""
     base = Design("balanced, 2k votes")
@@ -373,6 +396,12 @@ def designs() -> list[Design]:
                 voters=2_000),
         replace(base, name="40% ties, 2k votes", tie_rate=0.4),
         replace(base, name="40% ties, 20k votes", tie_rate=0.4, votes=20_000, voters=2_000),
+        replace(base, name="40% threshold ties, 2k votes", tie_rate=0.4, ties="threshold"),
+        replace(base, name="40% threshold ties, 20k votes", tie_rate=0.4, ties="threshold",
+                votes=20_000, voters=2_000),
+        *[replace(base, name=f"{n} models, leaderboard spread, {v // 1000}k votes", items=n,
+                  levels=leaderboard(n), votes=v, voters=v // 10, prompt_effect=0.3,
+                  taste=0.3) for n, v in ((15, 5_000), (30, 20_000))],
         replace(base, name="careless voters (20%) + tastes", careless=0.2, taste=0.5),
         replace(base, name="prompt effects, clustered by prompt", prompt_effect=0.6,
                 prompts=40, cluster="prompt"),
