@@ -272,8 +272,9 @@ def _interval(method, design, raw, data, fit, calibration, rounds, rng):
     elif method in ("instant", NORMAL):  # (the first as the leaderboard shows them)
         result = instant_intervals(data, fit, resample=resample, calibration=calibration,
                                    rng=rng, few_units=method == "instant")
-    elif method == ELO:  # (Elo and Davidson cluster one way: voters, as Arena does)
-        units = {"prompt": raw.prompt, "none": None}.get(design.cluster, raw.voter)
+    elif method == ELO:  # (clustered as Arena does: two ways by default; Davidson by voter)
+        units = {"prompt": raw.prompt, "none": None, "voter": raw.voter}.get(
+            design.cluster, np.column_stack([raw.voter, raw.prompt]))
         boot = elo_bootstrap(raw.winners, raw.losers, design.items, ties=raw.ties,
                              units=units, rounds=rounds, params=ELO_PARAMS, rng=rng)
         sets = ranks.from_normal(boot.mean, boot.covariance, rng=rng)

@@ -497,26 +497,38 @@ def _described(slice_: Slice) -> dict:
 
 def _rank_elo_votes(criterion, slice_, counted: Tally, cluster, rounds, rng, elo_now,
                     include_idle) -> Ranking:
-    """Elo over the sliced votes in id order, with bootstrap intervals by ``cluster``
-    (voters for two ways: Elo's bootstrap resamples one)."""
+    """Elo over the sliced votes in id order, with bootstrap intervals by ``cluster`` (for
+    voter+prompt, the two-way covariance of :func:`arena.ranking.elo.elo_bootstrap`)."""
     from arena.voting.votes import elo_params
 
-    cluster = "voter" if cluster == TWO_WAY else cluster
-    unit = {"voter": Vote.voter_id, "prompt": Comparison.prompt_id}.get(cluster)
-    query = vote_filter(criterion, slice_, join_prompt=cluster == "prompt")
-    if unit is not None:
-        query = query.add_columns(unit)
+    columns = {"voter": [Vote.voter_id], "prompt": [Comparison.prompt_id],
+               TWO_WAY: [Vote.voter_id, Comparison.prompt_id]}.get(cluster, [])
+    query = vote_filter(criterion, slice_, join_prompt=cluster in ("prompt", TWO_WAY))
+    query = query.add_columns(*columns)
     rows = db.session.execute(query.order_by(Vote.id)).all()
     index = {model_id: i for i, model_id in enumerate(counted.ids)}
     rows = [r for r in rows if r[0] in index and r[1] in index and r[0] != r[1]]
     winners = np.array([index[r[0]] for r in rows], dtype=np.int64)
     losers = np.array([index[r[1]] for r in rows], dtype=np.int64)
-    units = np.array([-1 if r[2] is None else r[2] for r in rows]) if unit is not None \
-        else None
+    units = np.array([[-1 if u is None else u for u in r[2:]] for r in rows],
+                     dtype=np.int64).reshape(len(rows), len(columns)) if columns else None
+    if units is not None and len(columns) == 1:
+        units = units[:, 0]
     online = elo_now if not slice_.active() else None
     return rank_elo(counted.names, winners, losers, units=units, rounds=rounds, rng=rng,
                     params=elo_params(), online=online, criterion=criterion,
                     cluster=cluster, include_idle=include_idle)
+
+
+def _count_units(units, way: int) -> int | None:
+    """How many voters (``way`` 0) or prompts (1) ``units`` holds: one label per vote (the
+    voters, or whatever one way it is), or rows of voter and prompt."""
+    if units is None:
+        return None
+    labels = np.asarray(units)
+    if labels.ndim == 1:
+        return len(np.unique(labels)) if way == 0 else None
+    return len(np.unique(labels[:, way]))
 
 
 def rank_elo(names: list[str], winners, losers, ties=None, units=None, *,
@@ -526,9 +538,9 @@ def rank_elo(names: list[str], winners, losers, ties=None, units=None, *,
     """Elo ranking of ``names`` from votes in their order: ``online_elo`` is the sequential
     Elo in that order (the online path's update; ``online`` when given, the stored
     ratings); ``rating`` is Elo averaged over random orders of the votes, with a 95%
-    interval from about ``rounds`` bootstrap replays, resampling ``units`` (voters) when
-    given (:func:`arena.ranking.elo.elo_ranking`). With ``rounds`` 0 the rating is the
-    single-order Elo and there are no intervals."""
+    interval from about ``rounds`` bootstrap replays, resampling ``units`` (voters, or rows
+    of voter and prompt) when given (:func:`arena.ranking.elo.elo_ranking`). With ``rounds``
+    0 the rating is the single-order Elo and there are no intervals."""
     from arena.ranking.elo import EloParams, elo_ranking
 
     got = elo_ranking(winners, losers, len(names), ties=ties, units=units, rounds=rounds,
@@ -558,7 +570,8 @@ def rank_elo(names: list[str], winners, losers, ties=None, units=None, *,
                    bootstrap_rounds=rounds if boot else 0,
                    intervals="bootstrap" if boot else None,
                    cluster=(cluster if units is not None else "none") if boot else None,
-                   units=len(np.unique(units)) if boot and units is not None else None,
+                   units=_count_units(units, 0) if boot else None,
+                   prompts=_count_units(units, 1) if boot else None,
                    flags=flags,
                    prob_ahead=None if boot is None else _reorder(got.prob_ahead,
                                                                  np.array(order)))

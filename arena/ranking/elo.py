@@ -125,6 +125,11 @@ def elo_bootstrap(winners, losers, n_items: int, ties=None, units=None, *,
     random orders of the votes as they are. All replays run at once, one vote step at a time
     over arrays of replays (``budget`` bounds replays x votes held in memory).
 
+    ``units`` is one label per vote, or two (an array of n rows: voter, prompt): then the
+    covariance is Cameron, Gelbach and Miller's two-way one, the voters' plus what the
+    prompts' adds to the single votes' (clipped at none: without prompt effects the
+    difference is noise), each from its own draws (three times the replays).
+
     Raises
     ------
     ValueError
@@ -143,19 +148,33 @@ def elo_bootstrap(winners, losers, n_items: int, ties=None, units=None, *,
         raise ValueError("rounds must be >= 2 x orders, orders >= 2, level in (0, 1)")
     rng = rng if rng is not None else np.random.default_rng()
     point = elo(winners, losers, n_items, ties=score < 1, params=params)
-    groups = _unit_groups(units, n)
+    labels = None if units is None else np.asarray(units)
+    if labels is not None and labels.ndim == 2:  # (voters + prompts - single votes)
+        ways = [labels[:, 0], labels[:, 1], None]
+    else:
+        ways = [labels]
     draws = rounds // orders
-    plan = []  # (draw index or -1 for the votes as they are, order)
-    for d in range(draws):
-        picked = _one_round(groups, n, rng)
-        plan += [(d, rng.permutation(picked)) for _ in range(orders)]
-    plan += [(-1, rng.permutation(n)) for _ in range(draws)]
-    replays = _replay_all([o for _, o in plan], winners, losers, score, n_items, params, budget)
-    by_draw = replays[: draws * orders].reshape(draws, orders, n_items)
-    original = replays[draws * orders:]
-    within = np.mean([np.cov(by_draw[d].T) for d in range(draws)], axis=0)
-    averaged = by_draw.mean(axis=1)
-    covariance = _psd(np.cov(averaged.T) - within / orders + np.cov(original.T) / draws)
+    plan = []  # orders of the draws of each way, then of the votes as they are
+    for way in ways:
+        groups = _unit_groups(way, n)
+        for _ in range(draws):
+            picked = _one_round(groups, n, rng)
+            plan += [rng.permutation(picked) for _ in range(orders)]
+    plan += [rng.permutation(n) for _ in range(draws)]
+    replays = _replay_all(plan, winners, losers, score, n_items, params, budget)
+    parts, averaged = [], None
+    for k in range(len(ways)):
+        by_draw = replays[k * draws * orders:(k + 1) * draws * orders].reshape(
+            draws, orders, n_items)
+        within = np.mean([np.cov(by_draw[d].T) for d in range(draws)], axis=0)
+        means = by_draw.mean(axis=1)
+        parts.append(np.cov(means.T) - within / orders)
+        averaged = means if averaged is None else averaged
+    covariance = parts[0]
+    if len(parts) == 3:  # (what prompts add beyond single votes: none is negative)
+        covariance = covariance + _psd(parts[1] - parts[2])
+    original = replays[len(ways) * draws * orders:]
+    covariance = _psd(covariance + np.cov(original.T) / draws)
     se = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
     mean = original.mean(axis=0)
     z = float(ndtri(0.5 + level / 2))

@@ -170,10 +170,11 @@ def test_a_farm_of_the_last_period_never_shows_before_the_timer_screens_it(app, 
         clean, _ = public()
         farm = [vote_as({}, ["model-3", *ORDER[:3]], sessions=8, seed=200 + k).public_id
                 for k in range(8)]
-        back_before(published.cutoff())  # the farm voted in the period before, after its
-        published.forget(); published.figures(  # cut-off; this period has just begun
-            published.SCREEN, published.ALL, lambda _before: [], now=utcnow() - period,
-            screened=False)
+        # the farm voted in the period before, after its cut-off; this period has just begun
+        back_before(published.cutoff())
+        published.forget()
+        published.figures(published.SCREEN, published.ALL, lambda _before: [],
+                          now=utcnow() - period, screened=False)
         counted = {m.model: m.rating for m in rank_models(
             "preference", intervals="instant", slice_=None).models}
         assert counted["model-3"] > clean["model-3"] + 50  # what the farm bought
