@@ -651,7 +651,7 @@ def rank_votes_file(path, *, ties: str = "half", rounds: int = 1000,
     Davidson's tie model (``ties="davidson"``), or Elo in the file's order with bootstrap
     intervals (``method="elo"``). Intervals resample the file's voters when it has a voter
     column (``cluster``: voter+prompt, voter, prompt or none; default the columns that vary;
-    Elo and Davidson resample voters where two ways are asked).
+    Davidson resamples voters where two ways are asked).
     Raises TableError or RankingError."""
     from arena.analysis.vote_files import read_votes
 
@@ -660,7 +660,7 @@ def rank_votes_file(path, *, ties: str = "half", rounds: int = 1000,
     votes = read_votes(path)
     cluster = votes.default_cluster() if cluster is None else cluster
     votes.units(cluster)
-    if cluster == TWO_WAY and (method == "elo" or ties == "davidson"):
+    if cluster == TWO_WAY and ties == "davidson" and method != "elo":
         cluster = "voter"
     if method == "elo":
         from arena.voting.votes import elo_params

@@ -44,16 +44,17 @@ class ExternalVotes:
         return "+".join(varies) or "none"
 
     def units(self, cluster: str = "none") -> np.ndarray | None:
-        """Each vote's resampling unit for ``cluster`` (voter, prompt; None for none; the
-        voter for voter+prompt, where one way is taken). Raises TableError when the file
-        lacks a column the cluster needs."""
-        units = {"voter+prompt": self.voters, "voter": self.voters, "prompt": self.prompts,
-                 "none": None}
-        if cluster not in units:
-            raise TableError(f"cluster must be one of {', '.join(units)}")
+        """Each vote's resampling unit for ``cluster`` (voter, prompt; None for none; rows of
+        voter and prompt for voter+prompt). Raises TableError when the file lacks a column
+        the cluster needs."""
+        units = {"voter": self.voters, "prompt": self.prompts, "none": None}
+        if cluster not in (*units, "voter+prompt"):
+            raise TableError(f"cluster must be one of voter+prompt, {', '.join(units)}")
         for name in cluster.split("+") if cluster != "none" else ():
             if units[name] is None:
                 raise TableError(f"--cluster {cluster} needs a '{name}' column in the file")
+        if cluster == "voter+prompt":
+            return np.column_stack([self.voters, self.prompts])
         return units[cluster]
 
     def counts(self, cluster: str = "none") -> PairCounts:
