@@ -84,7 +84,8 @@ def main() -> None:
             continue
         t0 = time.perf_counter()
         fast = [m for m in (*METHODS, NORMAL, OLD) if m in chosen]
-        result = coverage(design, args.replicates, args.rounds, methods=fast)
+        # (no fast method chosen: the studies are drawn for the slow ones alone)
+        result = coverage(design, args.replicates if fast else 0, args.rounds, methods=fast)
         slow = [ELO] if not design.cells and ELO in chosen else []
         # (Davidson's target is the strengths that generated the votes: its own model's)
         slow += [DAVIDSON] if (design.tie_rate and design.ties == "davidson"
@@ -93,8 +94,7 @@ def main() -> None:
             extra = coverage(design, args.slow_replicates, 1000 if method == ELO else 200,
                              methods=(method,), seed=1)
             for field in ("covered", "covered_se", "width", "all_covered", "rank_sets",
-                          "tier_errors",
-                          "tier_order", "withheld"):
+                          "tier_errors", "tier_order", "withheld"):
                 getattr(result, field).update(getattr(extra, field))
         for method in (*fast, *slow):
             print(f"{design.name:58s} {method:14s} {_pct(result.covered[method], 8)} "
