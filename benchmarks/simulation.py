@@ -187,14 +187,16 @@ class Design:
         cat = {k: np.concatenate(v) for k, v in out.items()}
         return Data(cat["w"], cat["l"], cat["t"], cat["v"], cat["p"], cat["s"])
 
-    def estimand(self, seed: int = 12345) -> np.ndarray:
+    def estimand(self, seed: int = 12345, model: str = "bt") -> np.ndarray:
         """The centred log-strengths infinitely many votes from this population would give:
-        the fit of the expected half-win matrix (target-weighted over cells)."""
+        the fit of the expected half-win matrix (target-weighted over cells), or with
+        ``model="davidson"`` Davidson's fit of the expected wins and ties."""
         rng = np.random.default_rng(seed)
         a, b, w = self.pair_weights()
         sizes = self.cells or (self.votes,)
         shifts = self.cell_shift or (0.0,) * len(sizes)
         expected = np.zeros((self.items, self.items))
+        wins, ties = np.zeros_like(expected), np.zeros_like(expected)
         k = self.population
         for share, shift in zip(self.shares(), shifts, strict=True):
             theta = self.strengths * (1 + shift)
@@ -209,6 +211,14 @@ class Design:
                 score = float(np.mean(p_a + 0.5 * p_tie))
                 expected[i, j] += share * w[pair] * score
                 expected[j, i] += share * w[pair] * (1 - score)
+                tie = float(np.mean(p_tie))
+                wins[i, j] += share * w[pair] * (score - tie / 2)
+                wins[j, i] += share * w[pair] * (1 - score - tie / 2)
+                ties[i, j] += share * w[pair] * tie
+                ties[j, i] += share * w[pair] * tie
+        if model == "davidson":
+            fitted = davidson(wins * 1e6, ties * 1e6).log_strengths
+            return fitted - fitted.mean()
         return bradley_terry(expected * 1e6, tol=1e-12).log_strengths
 
 
@@ -272,15 +282,14 @@ def _interval(method, design, raw, data, fit, calibration, rounds, rng):
     elif method in ("instant", NORMAL):  # (the first as the leaderboard shows them)
         result = instant_intervals(data, fit, resample=resample, calibration=calibration,
                                    rng=rng, few_units=method == "instant")
-    elif method == ELO:  # (clustered as Arena does: two ways by default; Davidson by voter)
+    elif method == ELO:  # (clustered as Arena does: two ways by default)
         units = {"prompt": raw.prompt, "none": None, "voter": raw.voter}.get(
             design.cluster, np.column_stack([raw.voter, raw.prompt]))
         boot = elo_bootstrap(raw.winners, raw.losers, design.items, ties=raw.ties,
                              units=units, rounds=rounds, params=ELO_PARAMS, rng=rng)
         sets = ranks.from_normal(boot.mean, boot.covariance, rng=rng)
         return boot.low - ELO_PARAMS.initial, boot.high - ELO_PARAMS.initial, sets
-    else:  # Davidson
-        data = data.way(0) if data.ways is not None else data
+    else:  # Davidson (two ways as the counts are: by voter and prompt by default)
         boot = davidson_bootstrap(data, rounds=rounds, resample=resample, rng=rng)
         point = davidson(*_split(data)).log_strengths
         return boot.low - 1000.0, boot.high - 1000.0, ranks.from_samples(point, boot.samples)
@@ -300,16 +309,16 @@ def coverage(design: Design, replicates: int = 200, rounds: int = 500,
              methods=METHODS, seed: int = 0, progress=None, elo_draws: int = 1000
              ) -> Coverage:
     """Simulate ``replicates`` studies of ``design`` and check each method's intervals
-    (Bradley-Terry's against :meth:`Design.estimand`, Elo's against :func:`elo_estimand`,
-    Davidson's against the generating strengths, which it models exactly; Elo's target is
-    averaged over ``elo_draws`` studies)."""
+    (Bradley-Terry's and Davidson's against :meth:`Design.estimand`, each its own model's
+    fit of what the population would vote; Elo's against :func:`elo_estimand`, averaged
+    over ``elo_draws`` studies)."""
     truths = {}
     for method in methods:
         if method == ELO:
             centred = elo_estimand(design, draws=elo_draws)
             truths[method] = (centred, centred)
-        elif method == DAVIDSON:
-            theta = design.strengths - design.strengths.mean()
+        elif method == DAVIDSON:  # (the generating strengths when nothing else varies)
+            theta = design.estimand(model="davidson")
             truths[method] = (theta, ELO_SCALE * theta / LOG10)
         else:
             theta = design.estimand() if "bt" not in truths else truths["bt"][0]
@@ -397,6 +406,8 @@ def designs() -> list[Design]:
                 voters=2_000),
         replace(base, name="40% ties, 2k votes", tie_rate=0.4),
         replace(base, name="40% ties, 20k votes", tie_rate=0.4, votes=20_000, voters=2_000),
+        replace(base, name="40% ties, prompt effects (60 prompts), 2k votes", tie_rate=0.4,
+                prompt_effect=0.6, prompts=60),
         replace(base, name="40% threshold ties, 2k votes", tie_rate=0.4, ties="threshold"),
         replace(base, name="40% threshold ties, 20k votes", tie_rate=0.4, ties="threshold",
                 votes=20_000, voters=2_000),

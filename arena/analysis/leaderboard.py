@@ -650,8 +650,8 @@ def rank_votes_file(path, *, ties: str = "half", rounds: int = 1000,
     Bradley-Terry with a tie as half a win each way (and kept a tie when resampling), or
     Davidson's tie model (``ties="davidson"``), or Elo in the file's order with bootstrap
     intervals (``method="elo"``). Intervals resample the file's voters when it has a voter
-    column (``cluster``: voter+prompt, voter, prompt or none; default the columns that vary;
-    Davidson resamples voters where two ways are asked).
+    column (``cluster``: voter+prompt, voter, prompt or none; default the columns that
+    vary).
     Raises TableError or RankingError."""
     from arena.analysis.vote_files import read_votes
 
@@ -660,8 +660,6 @@ def rank_votes_file(path, *, ties: str = "half", rounds: int = 1000,
     votes = read_votes(path)
     cluster = votes.default_cluster() if cluster is None else cluster
     votes.units(cluster)
-    if cluster == TWO_WAY and ties == "davidson" and method != "elo":
-        cluster = "voter"
     if method == "elo":
         from arena.voting.votes import elo_params
 

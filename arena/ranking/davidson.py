@@ -21,6 +21,7 @@ from arena.ranking.bradley_terry import (
     _check_wins,
     is_strongly_connected,
 )
+from arena.ranking.elo import nearest_psd
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,10 @@ def davidson_bootstrap(data, *, rounds: int = 1000, resample: str = "unit",
                        level: float = 0.95) -> DavidsonIntervals:
     """Resample ``data`` (a :class:`~arena.ranking.pairs.PairCounts`) by unit (voters, with
     all their votes) or by vote -- ties drawn as ties -- with Rao and Wu's rescaling, and
-    refit Davidson's model each round.
+    refit Davidson's model each round. Data clustered two ways (voter and prompt) is
+    resampled by voter, by prompt and by vote, ``rounds`` refits each: the covariance of the
+    voters' rounds plus what the prompts' add over the votes' (Cameron, Gelbach and Miller;
+    clipped at none), and ``samples`` drawn from the normal of that covariance about the fit.
 
     Raises
     ------
@@ -127,28 +131,56 @@ def davidson_bootstrap(data, *, rounds: int = 1000, resample: str = "unit",
     if rounds < 2 or not 0 < level < 1 or resample not in ("unit", "vote"):
         raise ValueError("rounds must be >= 2, level in (0, 1), resample unit or vote")
     rng = rng if rng is not None else np.random.default_rng()
-    n = data.n_items
+    if resample == "unit" and data.ways is not None:
+        return _two_way(data, rounds, rng, level)
     if resample == "vote" or data.n_units < 2:
         data = data.collapsed()
         draw = _vote_draws(data, rng)
     else:
         draw = _unit_draws(data, rng)
+    samples, failed = _refits(data, draw, rounds)
+    return _percentiles(samples, failed, level)
+
+
+def _matrices(data, ab, ba, tie) -> tuple[np.ndarray, np.ndarray]:
+    n = data.n_items
+    wins = np.zeros((n, n))
+    ties = np.zeros((n, n))
+    np.add.at(wins, (data.a, data.b), ab)
+    np.add.at(wins, (data.b, data.a), ba)
+    np.add.at(ties, (data.a, data.b), tie)
+    return wins, ties + ties.T
+
+
+def _refits(data, draw, rounds: int) -> tuple[np.ndarray, int]:
     samples, failed = [], 0
     for _ in range(rounds):
-        ab, ba, tie = draw()
-        wins = np.zeros((n, n))
-        ties = np.zeros((n, n))
-        np.add.at(wins, (data.a, data.b), ab)
-        np.add.at(wins, (data.b, data.a), ba)
-        np.add.at(ties, (data.a, data.b), tie)
-        ties = ties + ties.T
         try:
-            samples.append(davidson(wins, ties).log_strengths)
+            samples.append(davidson(*_matrices(data, *draw())).log_strengths)
         except ValueError:
             failed += 1
     if len(samples) < 2:
         raise ValueError("too few bootstrap rounds admitted a Davidson fit")
-    samples = np.asarray(samples)
+    return np.asarray(samples), failed
+
+
+def _two_way(data, rounds: int, rng, level: float) -> DavidsonIntervals:
+    voters, prompts = data.way(0), data.way(1)
+    votes = data.collapsed()
+    parts, failed = [], 0
+    for part, draw in ((voters, _unit_draws(voters, rng)), (prompts, _unit_draws(prompts, rng)),
+                       (votes, _vote_draws(votes, rng))):
+        samples, lost = _refits(part, draw, rounds)
+        parts.append(np.cov(samples.T))
+        failed += lost
+    covariance = parts[0] + nearest_psd(parts[1] - parts[2])
+    point = davidson(*_matrices(data, data.ab, data.ba, data.tie)).log_strengths
+    samples = rng.multivariate_normal(point, nearest_psd(covariance), size=rounds,
+                                      method="eigh")
+    return _percentiles(samples, failed, level)
+
+
+def _percentiles(samples: np.ndarray, failed: int, level: float) -> DavidsonIntervals:
     ratings = ELO_SCALE * samples / LOG10
     ratings = ratings - ratings.mean(axis=1, keepdims=True) + ELO_CENTER
     tail = 100.0 * (1.0 - level) / 2.0

@@ -172,9 +172,9 @@ def elo_bootstrap(winners, losers, n_items: int, ties=None, units=None, *,
         averaged = means if averaged is None else averaged
     covariance = parts[0]
     if len(parts) == 3:  # (what prompts add beyond single votes: none is negative)
-        covariance = covariance + _psd(parts[1] - parts[2])
+        covariance = covariance + nearest_psd(parts[1] - parts[2])
     original = replays[len(ways) * draws * orders:]
-    covariance = _psd(covariance + np.cov(original.T) / draws)
+    covariance = nearest_psd(covariance + np.cov(original.T) / draws)
     se = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
     mean = original.mean(axis=0)
     z = float(ndtri(0.5 + level / 2))
@@ -182,7 +182,7 @@ def elo_bootstrap(winners, losers, n_items: int, ties=None, units=None, *,
                         len(plan))
 
 
-def _psd(matrix: np.ndarray) -> np.ndarray:
+def nearest_psd(matrix: np.ndarray) -> np.ndarray:
     """The nearest positive semi-definite matrix (negative eigenvalues set to 0)."""
     values, vectors = np.linalg.eigh((matrix + matrix.T) / 2)
     return (vectors * np.clip(values, 0.0, None)) @ vectors.T

@@ -113,3 +113,26 @@ def test_davidson_intervals_keep_ties_as_ties():
     assert result.failed == 0 and result.samples.shape == (150, n)
     truth = 400 * (np.log(p) - np.log(p).mean()) / np.log(10) + 1000
     assert np.mean((result.low <= truth) & (truth <= result.high)) >= 0.75
+
+
+def test_the_two_way_interval_sees_prompt_effects_that_voters_alone_miss():
+    """As Elo's (tests/unit/test_elo.py): by voter and prompt, wider than by voter alone
+    where models suit some prompts more than others, about as wide where they do not."""
+    from dataclasses import replace
+
+    from arena.ranking.davidson import davidson_bootstrap
+    from benchmarks.simulation import Design
+
+    def widths(design, seed):
+        data = design.draw(np.random.default_rng(seed)).counts(design.items, "voter+prompt",
+                                                                False)
+        return [np.mean(b.high - b.low) for b in (
+            davidson_bootstrap(d, rounds=100, rng=np.random.default_rng(1))
+            for d in (data.way(0), data))]
+
+    suited = Design("prompts", items=4, votes=2000, voters=200, prompts=20, prompt_effect=0.8,
+                    tie_rate=0.3)
+    voters, both = widths(suited, 3)
+    assert both > 1.4 * voters
+    voters, both = widths(replace(suited, prompt_effect=0.0), 3)
+    assert 0.9 * voters < both < 1.25 * voters
