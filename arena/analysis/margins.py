@@ -149,18 +149,20 @@ def calibration(margins: tuple[Margin, ...], cells: np.ndarray, votes: np.ndarra
 
 def _cannot(margin, names, per_votes, per_voters, small, lost, most, min_votes,
             min_voters) -> str:
-    """Why a margin cannot be reweighted, naming each category it would have to guess."""
-    parts = []
-    for k, name in enumerate(names):
-        share = margin.targets.get(name, 0)
-        if share > 0 and (small[k] or per_votes[k] == 0):
-            parts.append(f"{_label(margin.attribute, name)} ({share:.0%} of the population: "
-                         f"{per_voters[k]:.0f} voters, {per_votes[k]:.0f} votes)")
+    """Why a margin cannot be reweighted, naming each group it would have to guess."""
+    groups = [f"{_label(margin.attribute, name)}, {margin.targets[name]:.0%} of the "
+              f"population: {_count(per_voters[k], 'voter')}, {_count(per_votes[k], 'vote')}"
+              for k, name in enumerate(names)
+              if margin.targets.get(name, 0) > 0 and (small[k] or per_votes[k] == 0)]
     return (f"cannot reweight to {margin.describe()}: {lost:.0%} of that population is in "
-            f"groups with too few voters or votes to estimate ({'; '.join(parts)}; each "
-            f"needs {min_voters} voters and {min_votes} votes), more than the {most:.0%} "
-            "a reweighted table may leave to the others' preferences. Rank without "
+            f"groups too small to estimate (each needs {_count(min_voters, 'voter')} and "
+            f"{_count(min_votes, 'vote')}), more than the {most:.0%} a reweighted table may "
+            f"leave to the others' preferences. {'; '.join(groups)}. Rank without "
             "reweighting, or with shares the votes can carry")
+
+
+def _count(n, word: str) -> str:
+    return f"{n:,.0f} {word}{'' if round(n) == 1 else 's'}"
 
 
 def _label(attribute: str, name: str) -> str:

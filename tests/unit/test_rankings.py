@@ -224,9 +224,9 @@ def test_a_population_the_votes_cannot_speak_for_is_refused(voted):
         rank_models("preference", rounds=0, margins=("continent",))
     reason = str(refused.value)
     assert "cannot reweight to world population by continent" in reason
-    assert "Asia (59% of the population: 2 voters" in reason
-    assert "Africa (18% of the population: 0 voters, 0 votes)" in reason
-    assert "needs 3 voters" in reason
+    assert "Asia, 59% of the population: 2 voters" in reason
+    assert "Africa, 18% of the population: 0 voters, 0 votes" in reason
+    assert "each needs 3 voters and 1 vote)" in reason
     # shares the votes carry (Europe 3 voters, and Asia at 2% left to its sample share)
     current_app.config.update(POSTSTRAT_MAX_UNREPRESENTED=0.05)
     kept = rank_models("preference", rounds=0, margins=("continent:EU=0.98,AS=0.02",))

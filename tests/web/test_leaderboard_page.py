@@ -59,7 +59,7 @@ def test_poststratified_board(client, board, app):
     html = refused.get_data(as_text=True)
     assert refused.status_code == 422 and "model-0" not in html
     assert "cannot reweight to world population by continent" in html
-    assert "Africa (18% of the population: 0 voters, 0 votes)" in html
+    assert "Africa, 18% of the population: 0 voters, 0 votes" in html
     from arena.accounts import tokens
     from tests.web.helpers import bearer
 
@@ -67,7 +67,7 @@ def test_poststratified_board(client, board, app):
         token = tokens.create_token("reweighting-analyst")
     api = client.get("/api/v1/leaderboard?criterion=preference&method=bt&poststratify=1",
                      headers=bearer(token))
-    assert api.status_code == 422 and "Africa (18%" in api.json["error"], api.json
+    assert api.status_code == 422 and "Africa, 18%" in api.json["error"], api.json
     assert api.json["field"] == "margin"
     app.config.update(POSTSTRAT_MAX_UNREPRESENTED=1.0, POSTSTRAT_MIN_VOTERS=1,
                       POSTSTRAT_MIN_VOTES=1)
