@@ -126,17 +126,16 @@ def calibration(margins: tuple[Margin, ...], cells: np.ndarray, votes: np.ndarra
         per_voters = np.bincount(cells[:, m], weights=voters, minlength=len(names))
         target = np.array([margin.targets.get(name, math.nan) for name in names])
         small = too_small(per_votes, per_voters, min_votes, min_voters) & ~np.isnan(target)
+        lost = unrepresented(target, per_votes, small)
+        if lost > max_unrepresented and per_votes.sum() > 0:  # (no votes: nothing to show)
+            raise CannotReweight(_cannot(margin, names, per_votes, per_voters, small, lost,
+                                         max_unrepresented, min_votes, min_voters),
+                                 field="margin")
         for k in np.flatnonzero(small):
             target[k] = math.nan
             flags.append(f"{_label(margin.attribute, names[k])}: {per_voters[k]:.0f} voters, "
                          f"{per_votes[k]:.0f} votes (fewer than {min_voters} voters or "
                          f"{min_votes} votes), kept at its sample share, not reweighted")
-        lost = unrepresented(np.array([margin.targets.get(name, math.nan) for name in names]),
-                             per_votes, small)
-        if lost > max_unrepresented and per_votes.sum() > 0:  # (no votes: nothing to show)
-            raise CannotReweight(_cannot(margin, names, per_votes, per_voters, small, lost,
-                                         max_unrepresented, min_votes, min_voters),
-                                 field="margin")
         missing = [names[k] for k in range(len(names))
                    if margin.targets.get(names[k], 0) > 0 and per_votes[k] == 0]
         if missing:

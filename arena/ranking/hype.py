@@ -165,16 +165,6 @@ class Separability:
     ttest_p: float | None = None
 
 
-def _bootstrap_mean(values: np.ndarray, weights: np.ndarray | None, rounds: int,
-                    rng: np.random.Generator) -> np.ndarray:
-    """Bootstrap of a (weighted) mean over evaluators: resample evaluators with replacement."""
-    n = len(values)
-    picks = rng.integers(0, n, size=(rounds, n))
-    if weights is None:
-        return values[picks].mean(axis=1)
-    return (values[picks] * weights[picks]).sum(axis=1) / weights[picks].sum(axis=1)
-
-
 def _rank(scores: list[ModelScore]) -> list[ModelScore]:
     scores.sort(key=lambda s: -s.score)
     for i, s in enumerate(scores, start=1):

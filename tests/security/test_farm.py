@@ -23,18 +23,25 @@ def _ratings() -> dict[str, float]:
     return {m.model: m.rating for m in rank_models("preference", intervals="instant").models}
 
 
+def _crowd(rng) -> list[str]:
+    """30 honest voters of the crowd's order, a neighbouring pair swapped by some: their
+    public ids."""
+    honest = []
+    for k in range(30):
+        order = list(ORDER)
+        if k % 3 == 0:
+            i = int(rng.integers(0, 3))
+            order[i], order[i + 1] = order[i + 1], order[i]
+        honest.append(vote_as({}, order, sessions=4, seed=k).public_id)
+    return honest
+
+
 def test_a_farm_is_named_then_held_out_of_every_ranking(app, runner):
     app.config.update(VALIDATION_RATE=0.0, REVEAL_WORD_MS=0)
     rng = np.random.default_rng(0)
     with app.app_context():
         make_campaign(n_prompts=3, n_models=4)
-        honest = []
-        for k in range(30):  # the crowd's order, a neighbouring pair swapped by some
-            order = list(ORDER)
-            if k % 3 == 0:
-                i = int(rng.integers(0, 3))
-                order[i], order[i + 1] = order[i + 1], order[i]
-            honest.append(vote_as({}, order, sessions=4, seed=k).public_id)
+        honest = _crowd(rng)
         clean = _ratings()
         farm = [vote_as({}, ["model-3", *ORDER[:3]], sessions=8, seed=100 + k).public_id
                 for k in range(8)]
@@ -81,12 +88,7 @@ def test_the_rollup_timer_holds_a_farm_out_and_respects_a_release(app, runner):
     rng = np.random.default_rng(1)
     with app.app_context():
         make_campaign(n_prompts=3, n_models=4)
-        for k in range(30):
-            order = list(ORDER)
-            if k % 3 == 0:
-                i = int(rng.integers(0, 3))
-                order[i], order[i + 1] = order[i + 1], order[i]
-            vote_as({}, order, sessions=4, seed=k)
+        _crowd(rng)
         farm = sorted(vote_as({}, ["model-3", *ORDER[:3]], sessions=8, seed=200 + k).public_id
                       for k in range(8))
         time_passes()  # (the screen reads the votes before the period's cut-off)
@@ -156,12 +158,7 @@ def test_a_farm_of_the_last_period_never_shows_before_the_timer_screens_it(app, 
     rng = np.random.default_rng(1)  # (the crowd of the test above)
     with app.app_context():
         make_campaign(n_prompts=3, n_models=4)
-        for k in range(30):
-            order = list(ORDER)
-            if k % 3 == 0:
-                i = int(rng.integers(0, 3))
-                order[i], order[i + 1] = order[i + 1], order[i]
-            vote_as({}, order, sessions=4, seed=k)
+        _crowd(rng)
         earlier = published.cutoff() - period  # the period before's cut-off
         back_before(earlier)  # the crowd voted before it
         # the timer screened the period before (nothing to hold)
