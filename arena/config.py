@@ -80,6 +80,12 @@ class Defaults:
     TASKS_PER_SESSION = 3
     TARGET_VOTES = 26
     VALIDATION_RATE = 0.5  # probability that a session carries one hidden validation task
+    # Active allocation and early stopping (arena.campaigns.allocation): the votes each
+    # refresh plans for, the confidence at which a pair's order is settled, and the share of
+    # the votes spread over every unsettled pair rather than the adjacent ones.
+    ALLOCATION_BUDGET = 2000
+    ALLOCATION_LEVEL = 0.95
+    ALLOCATION_EXPLORATION = 0.2
     TRUST_PENALTY = 0.25  # trust lost on a wrong validation answer (trust starts at 1.0)
     TRUST_REWARD = 0.05
     # Gold pairs made from a campaign's own images: the damaged ones made at publishing

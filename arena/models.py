@@ -135,6 +135,12 @@ class Campaign(db.Model):
     completion_code: Mapped[str | None] = mapped_column(String(64))
     return_url: Mapped[str | None] = mapped_column(String(500))
     panel_tasks: Mapped[int] = mapped_column(Integer, default=30, server_default="30")
+    # How its votes are spread: "balanced" (every comparison to its target) or "active"
+    # (where the ranking is unsure); early_stop: a model pair whose order is settled gets no
+    # more votes (arena.campaigns.allocation)
+    allocation: Mapped[str] = mapped_column(String(10), default="balanced",
+                                            server_default="balanced")
+    early_stop: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     prompt_set: Mapped[PromptSet] = relationship()
     models: Mapped[list[GenModel]] = relationship(secondary=campaign_models,

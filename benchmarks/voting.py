@@ -22,7 +22,7 @@ from sqlalchemy import select
 from synthetic import grow_campaign, grow_gold, settle
 
 from arena import create_app
-from arena.campaigns import demo, gold
+from arena.campaigns import allocation, demo, gold
 from arena.extensions import db
 from arena.infra.instance import upgrade_schema
 from arena.models import Campaign, Comparison
@@ -158,6 +158,12 @@ def matchmaking_scale(app, label: str, rounds: int, sizes=(282,)) -> None:
             grow_gold()
             settle("comparison")
             rows.append(measure())
+        # the same campaign allocated actively, early stopping on: a refresh's budget of its
+        # comparisons open, the rest resting at the top level (arena.campaigns.allocation)
+        campaign = db.session.get(Campaign, campaign_id)
+        opened = sum(d.opened for d in allocation.configure(campaign, "active", True))
+        settle("comparison")
+        active = measure()
         app.config["VALIDATION_RATE"] = 0.0
     print(f"\nMatchmaking on {label} (median of {rounds}, one voter per size who accumulates "
           f"tasks; the gold supply as a published campaign's: a fifth for alignment, 400 "
@@ -175,6 +181,11 @@ def matchmaking_scale(app, label: str, rounds: int, sizes=(282,)) -> None:
               f"{large['gold_session'] / small['gold_session']:.2f}x, gold check "
               f"{large['check'] / small['check']:.2f}x, cap count "
               f"{large['cap'] / small['cap']:.2f}x")
+    large = rows[-1]
+    print(f"  active allocation, {opened:,d} comparisons open: session {active['plain']:.2f} ms"
+          f" ({active['plain'] / large['plain']:.2f}x balanced), with gold "
+          f"{active['gold_session']:.2f} ms "
+          f"({active['gold_session'] / large['gold_session']:.2f}x)")
 
 
 def make_app(tmp: Path, url: str | None):

@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 
 from arena.analysis import published
 from arena.campaigns import comparisons, gold
+from arena.campaigns.allocation import check_allocation
 from arena.catalog import images, presentation, prompts
 from arena.config import CRITERIA
 from arena.errors import Conflict, Invalid, NotFound
@@ -54,11 +55,13 @@ def get_published(name: str) -> Campaign:
 
 def create_campaign(name: str, prompt_set: str, model_names: list[str],
                     criteria: list[str] | None = None, images_per_model: int = 4,
-                    target_votes: int = 26) -> Campaign:
-    """Define a campaign (unpublished) and commit.
+                    target_votes: int = 26, allocation: str = "balanced",
+                    early_stop: bool = False) -> Campaign:
+    """Define a campaign (unpublished) and commit. ``allocation`` and ``early_stop``: see
+    :mod:`arena.campaigns.allocation`.
 
-    Raises Invalid (no name, unknown criteria, counts out of range), Conflict (the name is
-    taken) or NotFound (the prompt set or a model)."""
+    Raises Invalid (no name, unknown criteria or allocation, counts out of range), Conflict
+    (the name is taken) or NotFound (the prompt set or a model)."""
     name = (name or "").strip()
     criteria = list(criteria or CRITERIA)
     if not name:
@@ -70,11 +73,13 @@ def create_campaign(name: str, prompt_set: str, model_names: list[str],
         raise Invalid("images per model must be between 1 and 16", field="images_per_model")
     if not 1 <= target_votes <= 10_000:
         raise Invalid("target votes must be between 1 and 10000", field="target_votes")
+    check_allocation(allocation)
     if db.session.scalar(select(Campaign).where(Campaign.name == name)) is not None:
         raise Conflict(f"campaign {name!r} exists already")
     campaign = Campaign(name=name, prompt_set=prompts.prompt_set(prompt_set),
                         criteria=",".join(criteria), images_per_model=images_per_model,
-                        target_votes=target_votes, models=_models(model_names))
+                        target_votes=target_votes, models=_models(model_names),
+                        allocation=allocation, early_stop=early_stop)
     db.session.add(campaign)
     db.session.commit()
     return campaign
@@ -223,12 +228,14 @@ def _totals(before: datetime | None = None) -> dict[int, tuple[int, int]]:
     """Per campaign: the votes counted towards its targets (those stamped before ``before``,
     when given), and the votes its targets ask."""
     votes, joined = published.votes_column(before)
+    # (the campaign's target, not each comparison's: active allocation moves those)
     return {row[0]: (int(row[1]), int(row[2])) for row in db.session.execute(joined(
         select(Comparison.campaign_id,
-               func.coalesce(func.sum(at_most(votes, Comparison.target_votes)), 0),
-               func.coalesce(func.sum(Comparison.target_votes), 0)))
-        .where(Comparison.is_validation.is_(False), Comparison.campaign_id.is_not(None))
-        .group_by(Comparison.campaign_id))}
+               func.coalesce(func.sum(at_most(votes, Campaign.target_votes)), 0),
+               func.coalesce(func.count() * Campaign.target_votes, 0)))
+        .join(Campaign, Campaign.id == Comparison.campaign_id)
+        .where(Comparison.is_validation.is_(False))
+        .group_by(Comparison.campaign_id, Campaign.target_votes))}
 
 
 def admin_overview() -> dict:

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 
-from sqlalchemy import case, func, select
+from sqlalchemy import case, func, literal, select
 from sqlalchemy.orm import aliased
 
 from arena.analysis import published, rollups
@@ -96,6 +96,7 @@ def progress(campaign: Campaign, now: datetime | None = None,
     result.needed_total = sum(c["needed"] for c in result.criteria)
     result.skips_total = sum(c["skipped"] for c in result.criteria)
     result.most_skipped = _most_skipped(campaign, before)
+    _mark_settled(campaign, result, before)
     people = _voters(campaign, now)
     result.voters, result.demographics, result.validation = (
         people.voters, people.demographics, people.validation)
@@ -108,6 +109,22 @@ def progress(campaign: Campaign, now: datetime | None = None,
         remaining = max(result.needed_total - result.votes_total, 0)
         result.eta_hours = remaining / result.votes_per_hour
     return result
+
+
+def _mark_settled(campaign: Campaign, result: Progress, before: datetime | None) -> None:
+    """For an active or early-stopping campaign, say per criterion and model pair whether
+    its order is settled (arena.campaigns.allocation)."""
+    from arena.campaigns.allocation import settled_pairs
+
+    names = {m.id: m.name for m in campaign.models}
+    found = {criterion: (done, {tuple(sorted((names[a], names[b]))) for a, b in pairs})
+             for criterion, (done, pairs) in settled_pairs(campaign, before).items()}
+    for row in result.criteria:
+        if row["criterion"] in found:
+            row["settled"] = found[row["criterion"]][0]
+    for row in result.pairs:
+        if row["criterion"] in found:
+            row["settled"] = tuple(row["models"].split(" vs ")) in found[row["criterion"]][1]
 
 
 def _regular(campaign: Campaign):
@@ -143,10 +160,12 @@ def _per_pair(campaign: Campaign, before: datetime | None) -> tuple[list[dict], 
     votes, counted = published.votes_column(before, Comparison.campaign_id == campaign.id)
     skipped = _skipped_tasks(campaign, before)
     skips = func.coalesce(skipped.c.skips, 0)
+    # (the campaign's target, not each comparison's: active allocation moves those)
+    target = literal(campaign.target_votes)
     rows = db.session.execute(counted(joined(
         select(Comparison.criterion, name_a, name_b, func.count(),
-               func.sum(at_most(votes, Comparison.target_votes)), func.sum(votes),
-               func.sum(Comparison.target_votes), func.sum(skips))))
+               func.sum(at_most(votes, target)), func.sum(votes),
+               func.count() * target, func.sum(skips))))
         .outerjoin(skipped, skipped.c.comparison_id == Comparison.id)
         .where(*_regular(campaign))
         .group_by(Comparison.criterion, name_a, name_b)).all()

@@ -12,7 +12,7 @@ from arena.config import CRITERIA
 from arena.errors import Conflict, Invalid, NotFound
 from arena.extensions import db
 from arena.infra.database import one_or_not_found
-from arena.models import Comparison, GenModel, Image, Owner, Prompt
+from arena.models import Campaign, Comparison, GenModel, Image, Owner, Prompt
 from arena.voting.votes import ensure_ratings
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._+-]{0,79}$")
@@ -103,9 +103,13 @@ def _criterion_stats(model: GenModel, criterion: str, before: datetime,
     model's votes and standing in ``elo`` (the online Elo replayed to the same cut-off)."""
     mine = select(Image.id).where(Image.model_id == model.id)
     counted, joined = published.votes_column(before)
+    # (a campaign's target, not each comparison's: active allocation moves those)
+    target = func.coalesce(select(Campaign.target_votes)
+                           .where(Campaign.id == Comparison.campaign_id).scalar_subquery(),
+                           Comparison.target_votes)
     comparisons, votes, target = db.session.execute(joined(
         select(func.count(), func.coalesce(func.sum(counted), 0),
-               func.coalesce(func.sum(Comparison.target_votes), 0)))
+               func.coalesce(func.sum(target), 0)))
         .where(Comparison.criterion == criterion, Comparison.is_validation.is_(False),
                or_(Comparison.image_a_id.in_(mine), Comparison.image_b_id.in_(mine)))
     ).one()

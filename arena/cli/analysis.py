@@ -141,7 +141,8 @@ def rollup_votes_command():
     """Add the votes stamped since the last run to the rollups, up to the public pages'
     cut-off, so rankings and public counts of every vote read them instead of the whole
     log; then take the period's public figures (the online Elo, the campaign list, each
-    published campaign's progress, the lead counts) if no page has yet. Once a period it
+    published campaign's progress, the lead counts) if no page has yet, and decide where
+    active and early-stopping campaigns' next votes go. Once a period it
     first holds out the voters who favour one model together beyond the crowd (see
     'arena votes suspects'; SCREEN_HOLDS). Run it from a timer (every few minutes); it is
     idempotent and safe to run twice at once."""
@@ -149,6 +150,7 @@ def rollup_votes_command():
     from sqlalchemy import func, select
 
     from arena.analysis import rollups, suspects
+    from arena.campaigns import allocation
     from arena.campaigns.progress import take_public_figures
     from arena.extensions import db
     from arena.models import Voter
@@ -172,6 +174,11 @@ def rollup_votes_command():
     campaigns = take_public_figures()
     click.echo(f"this period's public figures taken: the online Elo, the campaign list and "
                f"{campaigns:,d} campaigns' progress")
+    for name, decisions in allocation.refresh_all():
+        opened = sum(decision.opened for decision in decisions)
+        settled = [d.criterion for d in decisions if d.allocation.done]
+        click.echo(f"{name!r}: {opened:,d} comparisons open"
+                   + (f"; settled: {', '.join(settled)}" if settled else ""))
 
 
 @votes_group.command("suspects")

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from flask.cli import with_appcontext
 
-from arena.campaigns import campaigns, gold, panels
+from arena.campaigns import allocation, campaigns, gold, panels
 from arena.campaigns.progress import progress
 
 
@@ -28,12 +28,18 @@ def campaign_group():
 @click.option("--criteria", default="preference,coherence,alignment", show_default=True)
 @click.option("--images-per-model", default=4, show_default=True, type=int)
 @click.option("--target-votes", default=26, show_default=True, type=int)
+@click.option("--allocation", type=click.Choice(allocation.ALLOCATIONS), default="balanced",
+              show_default=True, help="balanced: every comparison to its target; active: "
+              "votes go where the ranking is unsure.")
+@click.option("--early-stop/--no-early-stop", default=False, show_default=True,
+              help="A model pair whose order is settled gets no more votes.")
 @with_appcontext
 def campaign_create_command(name, prompt_set, models, criteria, images_per_model,
-                            target_votes):
+                            target_votes, allocation, early_stop):
     """Define campaign NAME (it stays hidden from voters until published)."""
     campaign = campaigns.create_campaign(name, prompt_set, _names(models), _names(criteria),
-                                         images_per_model, target_votes)
+                                         images_per_model, target_votes, allocation,
+                                         early_stop)
     click.echo(f"Created campaign {campaign.name!r} on {campaign.prompt_set.name} with "
                f"{len(campaign.models)} models; publish it with: arena campaign publish {name}")
 
@@ -47,6 +53,27 @@ def campaign_publish_command(name):
     added = campaigns.publish(campaign)
     click.echo(f"Published {name!r}: {added} comparisons added.")
     fill_gold(campaign)
+
+
+@campaign_group.command("allocate")
+@click.argument("name")
+@click.option("--allocation", "how", type=click.Choice(allocation.ALLOCATIONS),
+              help="Change how the campaign's votes are spread (default: keep it).")
+@click.option("--early-stop/--no-early-stop", default=None,
+              help="Change whether settled model pairs stop (default: keep it).")
+@with_appcontext
+def campaign_allocate_command(name, how, early_stop):
+    """Decide where campaign NAME's next votes go (the rollup timer does it every few
+    minutes for active and early-stopping campaigns) and say which orders are settled."""
+    campaign = campaigns.get_campaign(name)
+    decisions = allocation.configure(
+        campaign, how or campaign.allocation,
+        campaign.early_stop if early_stop is None else early_stop)
+    click.echo(f"{name!r}: {campaign.allocation} allocation, early stopping "
+               f"{'on' if campaign.early_stop else 'off'}")
+    names = {m.id: m.name for m in campaign.models}
+    for decision in decisions:
+        click.echo(allocation.describe(decision, names))
 
 
 @campaign_group.command("add-model")
@@ -106,8 +133,11 @@ def campaign_status_command(name):
     state = "published" if p.campaign.published_at else "not published"
     click.echo(f"{p.campaign.name} ({state}): {p.votes_total:,d} of {p.needed_total:,d} votes")
     for c in p.criteria:
+        settled = {True: "; order settled", False: "; order not settled yet"}.get(
+            c.get("settled"), "")
         click.echo(f"  {c['criterion']:<11} {c['collected']:>8,d} / {c['needed']:,d} "
-                   f"over {c['comparisons']:,d} comparisons, {c['skipped']:,d} skipped")
+                   f"over {c['comparisons']:,d} comparisons, {c['skipped']:,d} skipped"
+                   + settled)
     rate = f"{p.votes_per_hour:.1f} votes/hour" if p.votes_per_hour else "no votes in 24 h"
     eta = f", about {p.eta_hours:.1f} h to go" if p.eta_hours is not None else ""
     click.echo(f"  {rate}{eta}; {p.voters} voters; gold pairs passed by "

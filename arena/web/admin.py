@@ -98,7 +98,8 @@ def create():
     campaign = campaigns.create_campaign(
         form.get("name", ""), form.get("prompt_set", ""), form.getlist("models"),
         form.getlist("criteria"), int_arg("images_per_model", 4, 1, 16, form),
-        int_arg("target_votes", 26, 1, 10_000, form))
+        int_arg("target_votes", 26, 1, 10_000, form), form.get("allocation", "balanced"),
+        form.get("early_stop") == "1")
     return _done(f"Created {campaign.name}. Publish it when the models have their images.")
 
 

@@ -29,20 +29,22 @@ MODELS = 4
 IMAGES = 4  # per model and prompt: 96 ordinary pairs per prompt
 
 
-def build(n_prompts: int, rng: np.random.Generator, supply_rate: float | None = None) -> int:
-    """A published alignment campaign over ``n_prompts`` prompts, its first gold supply
+def build(n_prompts: int, rng: np.random.Generator, supply_rate: float | None = None, *,
+          n_models: int = MODELS, images: int = IMAGES) -> int:
+    """A published alignment campaign of ``n_models`` models (named model-0, model-1, ...)
+    over ``n_prompts`` prompts, ``images`` per model and prompt, its first gold supply
     sized for ``VALIDATION_RATE`` (or for ``supply_rate``: a supply too small or too large
     for the rate voters meet); image rows without files (matchmaking and swapped gold never
     read pixels). Returns its id."""
-    models = [GenModel(name=f"model-{k}") for k in range(MODELS)]
+    models = [GenModel(name=f"model-{k}") for k in range(n_models)]
     db.session.add_all(models)
     db.session.flush()
     ensure_ratings([m.id for m in models])
     image_rows("frequency", "simulation", [f"a scene number {i}" for i in range(n_prompts)],
-               models, IMAGES)
+               models, images)
     db.session.commit()
     campaign = campaigns.create_campaign("Frequency", "frequency", [m.name for m in models],
-                                         criteria=["alignment"], images_per_model=IMAGES)
+                                         criteria=["alignment"], images_per_model=images)
     rate = current_app.config["VALIDATION_RATE"]
     if supply_rate is not None:
         current_app.config["VALIDATION_RATE"] = supply_rate

@@ -102,10 +102,19 @@ def test_define_publish_add_model_and_gold_pair_on_the_web(client, operator, app
     created = client.post("/admin/campaigns", data={
         "csrf_token": token, "name": "Spring", "prompt_set": "DrawBench",
         "criteria": ["preference", "alignment"], "models": ["A", "B"],
-        "images_per_model": "2", "target_votes": "10"})
+        "images_per_model": "2", "target_votes": "10", "allocation": "active",
+        "early_stop": "1"})
     # post, redirect, get: a reload shows the page, it does not send the form again
     assert created.status_code == 303 and created.headers["Location"].endswith("/admin/")
     assert "Created Spring" in client.get("/admin/").get_data(as_text=True)
+    with app.app_context():
+        spring = db.session.scalar(select(Campaign).where(Campaign.name == "Spring"))
+        assert (spring.allocation, spring.early_stop) == ("active", True)
+    greedy = client.post("/admin/campaigns", data={
+        "csrf_token": token, "name": "Greedy", "prompt_set": "DrawBench", "models": ["A"],
+        "allocation": "greedy"})
+    assert greedy.status_code == 400
+    assert "allocation must be one of balanced, active" in greedy.get_data(as_text=True)
     assert "Created Spring" not in client.get("/admin/").get_data(as_text=True)
     bad = client.post("/admin/campaigns", data={"csrf_token": token, "name": "Spring",
                                                 "prompt_set": "DrawBench", "models": ["A"]})
