@@ -21,15 +21,16 @@ votes the run ranks the models as the leaderboard does (Bradley-Terry, instant t
 intervals) and, for the active and early-stopping strategies, refreshes the allocation as
 production's timer does (arena.campaigns.allocation). It stops once Kendall's tau against the
 target is at least 0.95 and each of the top three models is surely ahead of every model below
-it (the leaderboard's rank set of one rank each: the intervals of the differences), and prints the votes cast by then (gold and bad voters' included: what the campaign
-paid for), whether each final interval covered the target, the ratio to balanced, and the
-AUC of the sessions each pair was put in for telling gold from ordinary pairs (what every
-voter together could count: tests/security/frequency.py), beside the band chance keeps it in.
+it (the leaderboard's rank set of one rank each: the intervals of the differences), and
+prints the votes cast by then (gold and bad voters' included: what the campaign paid for),
+whether each final interval covered the target, the ratio to balanced, and the AUC of the
+sessions each pair was put in for telling gold from ordinary pairs (what every voter
+together could count: tests/security/frequency.py), beside the band chance keeps it in.
 
 Strategies: ``balanced`` (every comparison to its target, least-served first: today),
 ``balanced+stop`` (the same, but a model pair whose order is settled gets no more votes),
 ``active`` (the pairs adjacent in the current order and not settled, with exploration) and
-``active+stop``. The smoke test is tests/unit/test_allocation.py's simulator test.
+``active+stop``. The smoke test is tests/web/test_allocation_benchmark.py.
 """
 
 from __future__ import annotations

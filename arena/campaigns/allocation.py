@@ -149,27 +149,20 @@ def balance(campaign: Campaign) -> int:
     return changed
 
 
-def settled_pairs(campaign: Campaign, before: datetime | None = None
-                  ) -> dict[str, tuple[bool, set[tuple[int, int]]]]:
-    """Per criterion of an active or early-stopping campaign, from its counted votes
-    (before ``before``): whether its order is settled (every adjacent pair settled or at its
-    cap) and the model pairs (ids, smaller first) whose order is settled."""
+def states(campaign: Campaign, before: datetime | None = None
+           ) -> dict[str, tuple[list[int], Allocation]]:
+    """Per criterion of an active or early-stopping campaign, from its counted votes (before
+    ``before``): its models' ids and where its order stands (which pairs are settled, whether
+    it is, and about how many more votes it needs), caps aside."""
     if campaign.allocation != "active" and not campaign.early_stop:
         return {}
-    level = current_app.config["ALLOCATION_LEVEL"]
-    found = {}
-    for criterion in campaign.criteria_list:
-        model_ids = sorted(m.id for m in campaign.models)
-        index = {m: k for k, m in enumerate(model_ids)}
-        n = len(model_ids)
-        cap = np.full((n, n), np.inf)
-        np.fill_diagonal(cap, 0)
-        decided = allocate(win_counts(campaign, criterion, index, before), cap, 0,
-                           level=level)
-        found[criterion] = (decided.done, {
-            (model_ids[i], model_ids[j])
-            for i, j in zip(*np.nonzero(np.triu(decided.settled, 1)), strict=True)})
-    return found
+    model_ids = sorted(m.id for m in campaign.models)
+    index = {m: k for k, m in enumerate(model_ids)}
+    cap = np.full((len(model_ids), len(model_ids)), np.inf)
+    np.fill_diagonal(cap, 0)
+    return {criterion: (model_ids, allocate(win_counts(campaign, criterion, index, before),
+                                            cap, 0, level=current_app.config["ALLOCATION_LEVEL"]))
+            for criterion in campaign.criteria_list}
 
 
 def describe(decision: Decision, names: dict[int, str]) -> str:

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 
+import numpy as np
 from sqlalchemy import case, func, literal, select
 from sqlalchemy.orm import aliased
 
@@ -113,15 +114,19 @@ def progress(campaign: Campaign, now: datetime | None = None,
 
 def _mark_settled(campaign: Campaign, result: Progress, before: datetime | None) -> None:
     """For an active or early-stopping campaign, say per criterion and model pair whether
-    its order is settled (arena.campaigns.allocation)."""
-    from arena.campaigns.allocation import settled_pairs
+    its order is settled, and about how many more votes it needs (arena.campaigns.allocation)."""
+    from arena.campaigns.allocation import states
 
     names = {m.id: m.name for m in campaign.models}
-    found = {criterion: (done, {tuple(sorted((names[a], names[b]))) for a, b in pairs})
-             for criterion, (done, pairs) in settled_pairs(campaign, before).items()}
+    found = {}
+    for criterion, (model_ids, state) in states(campaign, before).items():
+        pairs = {tuple(sorted((names[model_ids[i]], names[model_ids[j]])))
+                 for i, j in zip(*np.nonzero(state.settled), strict=True)}
+        found[criterion] = (state, pairs)
     for row in result.criteria:
         if row["criterion"] in found:
-            row["settled"] = found[row["criterion"]][0]
+            state = found[row["criterion"]][0]
+            row["settled"], row["to_settle"] = state.done, state.to_settle
     for row in result.pairs:
         if row["criterion"] in found:
             row["settled"] = tuple(row["models"].split(" vs ")) in found[row["criterion"]][1]

@@ -133,8 +133,9 @@ def campaign_status_command(name):
     state = "published" if p.campaign.published_at else "not published"
     click.echo(f"{p.campaign.name} ({state}): {p.votes_total:,d} of {p.needed_total:,d} votes")
     for c in p.criteria:
-        settled = {True: "; order settled", False: "; order not settled yet"}.get(
-            c.get("settled"), "")
+        settled = {True: "; order settled",
+                   False: f"; order not settled yet, about {c.get('to_settle', 0):,d} more "
+                          "votes"}.get(c.get("settled"), "")
         click.echo(f"  {c['criterion']:<11} {c['collected']:>8,d} / {c['needed']:,d} "
                    f"over {c['comparisons']:,d} comparisons, {c['skipped']:,d} skipped"
                    + settled)

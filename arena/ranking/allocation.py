@@ -35,6 +35,8 @@ class Allocation:
     wanted : (n, n) int, symmetric: the votes each pair should have once the budget is
         spent (its votes so far when it wants no more).
     done : every adjacent pair is settled or at its cap.
+    to_settle : about how many more votes the unsettled adjacent pairs need (each its own,
+        from its gap and precision now; at most what balanced allocation would still give).
     """
 
     order: np.ndarray
@@ -42,6 +44,7 @@ class Allocation:
     settled: np.ndarray
     wanted: np.ndarray
     done: bool
+    to_settle: int = 0
 
     def adjacent(self) -> list[tuple[int, int]]:
         """The pairs next to each other in the current order, better model first."""
@@ -107,8 +110,8 @@ def allocate(wins, cap, budget: int, *, level: float = 0.95, exploration: float 
     votes = wins + wins.T
     held = (cap + cap.T) / 2 > 0
     np.fill_diagonal(held, False)
-    ahead = ranks.from_normal(theta, covariance, level, rng=np.random.default_rng(0)).ahead
-    settled = (ahead | ahead.T) & held
+    sets = ranks.from_normal(theta, covariance, level, rng=np.random.default_rng(0))
+    settled = (sets.ahead | sets.ahead.T) & held
     open_ = held & (votes < (cap + cap.T) / 2)
     if stop:
         open_ &= ~settled
@@ -130,6 +133,14 @@ def allocate(wins, cap, budget: int, *, level: float = 0.95, exploration: float 
     weight = weight + weight.T
     limit = (cap + cap.T) / 2
     wanted = np.minimum(votes + np.ceil(budget * weight), np.maximum(limit, votes))
-    done = not (adjacent & held & ~settled & (votes < limit)).any()
+    waiting = adjacent & held & ~settled & (votes < limit)
+    # votes of their own each unsettled adjacent pair needs for its gap to reach the critical
+    # value: its precision grows by p(1-p) per vote (capped at what balanced would give it)
+    p = expit(theta[:, None] - theta[None, :])
+    gap = np.abs(theta[:, None] - theta[None, :])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(z > 0, (z / np.maximum(gap, 1e-12)) ** 2, 0.0)
+        need = (sets.critical ** 2 / np.maximum(gap, 1e-12) ** 2 - precision) / (p * (1 - p))
+    need = np.minimum(np.maximum(need, 0), np.maximum(limit - votes, 0))
     return Allocation(order=order, z=z, settled=settled, wanted=wanted.astype(int),
-                      done=bool(done))
+                      done=not waiting.any(), to_settle=int(np.ceil(need[waiting & upper].sum())))

@@ -74,6 +74,18 @@ def test_the_votes_go_to_the_adjacent_pair_that_is_not_settled():
     assert more[1, 2] > more[0, 1] > 0 and more[0, 2] > 0
 
 
+def test_the_votes_still_needed_settle_the_pair_once_cast():
+    """Two models at 55% over 100 votes are not settled; at the same share over the votes
+    it says are still needed, their order just is."""
+    wins = np.array([[0, 55], [45, 0]], dtype=float)
+    decided = allocate(wins, _cap(2), 0)
+    assert not decided.done and decided.to_settle > 100
+    more = (100 + decided.to_settle) / 100
+    _, _, z = pair_z(wins * more)
+    assert z[0, 1] == pytest.approx(1.96, rel=0.02)
+    assert allocate(wins * more * 1.01, _cap(2), 0).done
+
+
 def test_wanted_stays_between_the_votes_and_the_cap():
     rng = np.random.default_rng(2)
     for n in (2, 5, 9):
@@ -189,7 +201,7 @@ def test_refresh_opens_only_the_unsettled_pairs_and_matchmaking_serves_them(simu
     shown = {p["models"]: p["settled"] for p in report.pairs}
     assert shown["model-0 vs model-1"] and not shown["model-2 vs model-3"]
     page = client.get("/campaigns/Frequency").get_data(as_text=True)
-    assert "not settled yet" in page and "active allocation" in page
+    assert "the order is not settled yet: about" in page and "active allocation" in page
     said = runner.invoke(args=["campaign", "allocate", "Frequency"]).output
     assert "active allocation, early stopping on" in said and "settled" in said
     assert "order not settled yet" in runner.invoke(
