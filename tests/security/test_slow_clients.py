@@ -110,12 +110,20 @@ def _listening(port: int, process: subprocess.Popen, timeout: float = 30) -> Non
     raise AssertionError(f"nothing listens on {port}")
 
 
-def _rendered_caddy(folder: Path, port: int, upstream: int) -> Path:
+def _rendered_caddy(folder: Path, port: int, upstream: int | Sequence[int]) -> Path:
     """deploy/Caddyfile as shipped, on plain HTTP at this test's ports for any host name,
-    without the admin endpoint (one port for every Caddy on the machine)."""
+    without the admin endpoint (one port for every Caddy on the machine); several app
+    servers as docs/deployment.md lists them (tried in turn for up to 5 s, a server that
+    failed or fails its health check skipped)."""
+    upstreams = [upstream] if isinstance(upstream, int) else list(upstream)
     text = (ROOT / "deploy" / "Caddyfile").read_text()
     text = text.replace("arena.example.org {", f"http://:{port} {{\n\tbind 127.0.0.1")
-    text = text.replace("reverse_proxy 127.0.0.1:8000", f"reverse_proxy 127.0.0.1:{upstream}")
+    proxied = "reverse_proxy " + " ".join(f"127.0.0.1:{each}" for each in upstreams)
+    if len(upstreams) > 1:
+        proxied += (" {\n\t\tlb_policy round_robin\n\t\tlb_try_duration 5s\n\t\tfail_duration 10s"
+                    "\n\t\thealth_uri /api/v1/health\n\t\thealth_interval 1s")
+        text = text.replace("reverse_proxy 127.0.0.1:8000 {", proxied)
+    text = text.replace("reverse_proxy 127.0.0.1:8000", proxied)
     text = text.replace("{\n\tservers", "{\n\tadmin off\n\tservers", 1)
     (folder / "Caddyfile").write_text(text)
     return folder / "Caddyfile"
@@ -128,7 +136,7 @@ def _start_nginx(folder: Path, port: int, upstream: int | Sequence[int]) -> subp
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def _start_caddy(folder: Path, port: int, upstream: int) -> subprocess.Popen:
+def _start_caddy(folder: Path, port: int, upstream: int | Sequence[int]) -> subprocess.Popen:
     config = _rendered_caddy(folder, port, upstream)
     env = os.environ | {"XDG_CONFIG_HOME": str(folder), "XDG_DATA_HOME": str(folder),
                         "HOME": str(folder)}

@@ -40,7 +40,7 @@ from tests.conftest import (
     connected_redis,
     s3_env,
 )
-from tests.security.test_slow_clients import _binary, _listening, _start_nginx
+from tests.security.test_slow_clients import _binary, _listening, _start_caddy, _start_nginx
 
 from .helpers import READ_ACTION, csrf_token, presented_in, task_id
 from .servers import ARENA, ROOT, free_port, stop
@@ -578,6 +578,60 @@ def _images(voter: Voter, port: int, count: int) -> dict[str, bytes]:
         paths += [urllib.parse.urlsplit(task[side]["url"]).path
                   for task in voter.session(port) for side in ("left", "right")]
     return {path: ask(port, "GET", path).body for path in paths[:count]}
+
+
+def _vote_through(port: int, ledger: Ledger, voters: int, sessions: int) -> list[str]:
+    """``voters`` voters answering ``sessions`` sessions each through ``port`` at once."""
+    errors: list[str] = []
+
+    def run():
+        try:
+            voter = Voter(ledger)
+            for _ in range(sessions):
+                for task in voter.session(port):
+                    voter.read(port, task)
+                    reply = voter.vote(port, task)
+                    assert reply.status == 201, (reply.status, reply.body[:300])
+        except Exception as exc:
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=run) for _ in range(voters)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return errors
+
+
+def test_caddy_spreads_the_voters_over_both_servers_and_skips_a_dead_one(deployment):
+    """Caddy as docs/deployment.md sets it for several servers (deploy/Caddyfile, both
+    upstreams, retries, health checks): votes through it reach both servers and are all
+    stored. With one server killed, once Caddy's health check has found it gone, every
+    request is answered by the other server. (Without the health check, Caddy 2.6 sent
+    every other vote to the dead server first and then on to the other one without its
+    body: 502, caddyserver/caddy#5454.)"""
+    _binary("caddy")
+    deployment.both_running()
+    folder = deployment.folder / "caddy"
+    folder.mkdir(exist_ok=True)
+    port = free_port()
+    caddy = _start_caddy(folder, port, deployment.ports)
+    try:
+        _listening(port, caddy)
+        seen = [len(log.read_text()) for log in deployment.logs]
+        assert not _vote_through(port, deployment.ledger, voters=4, sessions=3)
+        for log, before in zip(deployment.logs, seen, strict=True):
+            assert "/vote HTTP/1.1\" 201" in log.read_text()[before:], log.name
+        deployment.check_votes()
+        victim = deployment.servers[1]
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait()
+        time.sleep(3)  # (health_interval 1s)
+        assert not _vote_through(port, deployment.ledger, voters=2, sessions=3)
+        deployment.check_votes()
+    finally:
+        stop(caddy)
+    assert not deployment.logged_tracebacks()
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
