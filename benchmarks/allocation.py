@@ -1,7 +1,8 @@
 """How many votes a confident ranking needs, per allocation strategy: a campaign simulator.
 
     .venv/bin/python benchmarks/allocation.py [--models 4,12,30] [--bad 0,0.2] [--seeds 2]
-        [--prompts 60] [--check 300] [--max-votes 120000] [--strategies ...]
+        [--prompts 60] [--prompt-sd 0.3] [--check 300] [--max-votes 120000]
+        [--strategies ...]
 
 Each run is a fresh instance (SQLite in a scratch folder) holding one published alignment
 campaign of ``--models`` models, one image per model and prompt, its swapped gold pairs made
@@ -9,8 +10,8 @@ at publishing. Simulated voters answer sessions through the real services (match
 caption confirmed, the vote, the gold check), each opening 1 to 12 sessions. The truth:
 
 * models' strengths spread as on a public leaderboard (normal quantiles, sd 0.45 log units:
-  a few stand apart, most sit close to a neighbour), plus a model x prompt effect (sd 0.3)
-  and a per-image one (sd 0.1);
+  a few stand apart, most sit close to a neighbour), plus a model x prompt effect
+  (``--prompt-sd``, 0.3) and a per-image one (sd 0.1);
 * good voters choose by that truth and answer gold right 90% of the time; a ``--bad`` share
   of the voters are bad, a third each: random clickers, always-left, and too fast (flagged
   by pacing); their gold answers are a coin.
@@ -62,7 +63,7 @@ from tests.factories import new_voter
 from tests.security import frequency
 
 STRATEGIES = ("balanced", "balanced+stop", "active", "active+stop")
-PROMPT_SD, IMAGE_SD = 0.3, 0.1
+IMAGE_SD = 0.1
 KINDS = ("good", "random", "left", "fast")
 
 
@@ -95,13 +96,14 @@ class World:
     target: np.ndarray  # Elo scale, mean 1000, by model row
 
 
-def build(n_models: int, n_prompts: int, rng: np.random.Generator) -> tuple[int, World]:
+def build(n_models: int, n_prompts: int, prompt_sd: float, rng: np.random.Generator
+          ) -> tuple[int, World]:
     """The published campaign (tests/security/frequency.py's, models named model-<row>) and
     its truth."""
     campaign_id = frequency.build(n_prompts, rng, n_models=n_models, images=1)
     index = {m.id: int(m.name.split("-")[1]) for m in db.session.scalars(select(GenModel))}
     truth = strengths(n_models)
-    effect = rng.normal(0, PROMPT_SD, (n_models, n_prompts))
+    effect = rng.normal(0, prompt_sd, (n_models, n_prompts))
     prompts: dict[int, int] = {}
     strength = {}
     by_prompt = np.zeros((n_models, n_prompts))
@@ -172,7 +174,8 @@ def judge(world: World) -> tuple[float, bool, float]:
 
 
 def simulate(strategy: str, n_models: int, bad: float, seed: int, *, n_prompts: int = 60,
-             check: int = 300, max_votes: int = 120_000, report=None) -> Run:
+             prompt_sd: float = 0.3, check: int = 300, max_votes: int = 120_000,
+             report=None) -> Run:
     """One campaign under ``strategy`` until its ranking is confident (or ``max_votes``)."""
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -182,7 +185,7 @@ def simulate(strategy: str, n_models: int, bad: float, seed: int, *, n_prompts: 
                       "ALLOCATION_BUDGET": 2 * check})
     with app.app_context():
         upgrade_schema()
-        campaign_id, world = build(n_models, n_prompts, rng)
+        campaign_id, world = build(n_models, n_prompts, prompt_sd, rng)
         campaign = db.session.get(Campaign, campaign_id)
         campaign.allocation = "active" if strategy.startswith("active") else "balanced"
         campaign.early_stop = strategy.endswith("+stop")
@@ -237,6 +240,8 @@ def main() -> None:
     parser.add_argument("--bad", default="0,0.2")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--prompts", type=int, default=60)
+    parser.add_argument("--prompt-sd", type=float, default=0.3,
+                        help="sd of the model x prompt effects (log units)")
     parser.add_argument("--check", type=int, default=300)
     parser.add_argument("--max-votes", type=int, default=120_000)
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
@@ -252,7 +257,8 @@ def main() -> None:
             base = None
             for strategy in chosen:
                 runs = [simulate(strategy, n_models, bad, seed, n_prompts=args.prompts,
-                                 check=args.check, max_votes=args.max_votes)
+                                 prompt_sd=args.prompt_sd, check=args.check,
+                                 max_votes=args.max_votes)
                         for seed in range(args.seeds)]
                 needed = [r.votes if r.votes is not None else r.cast for r in runs]
                 mean = float(np.mean(needed))

@@ -25,6 +25,7 @@ from arena.extensions import db
 from arena.infra.database import at_least
 from arena.models import QUEUE_LEVELS, Campaign, Comparison, Image, Vote
 from arena.ranking.allocation import Allocation, allocate
+from arena.ranking.pairs import PairCounts
 
 ALLOCATIONS = ("balanced", "active")
 
@@ -60,24 +61,26 @@ def _comparisons(campaign: Campaign, criterion: str):
         .order_by(Comparison.votes_count, Comparison.shuffle_key)).all()
 
 
-def win_counts(campaign: Campaign, criterion: str, index: dict[int, int],
-               before: datetime | None = None) -> np.ndarray:
+def counts(campaign: Campaign, criterion: str, index: dict[int, int],
+           before: datetime | None = None) -> PairCounts:
     """Counted votes (not flagged, not gold; stamped before ``before`` if given) on the
-    campaign's comparisons of ``criterion``, as ``wins[i, j]`` over the models of ``index``
-    (model id -> row)."""
-    query = (select(Vote.winner_model_id, Vote.loser_model_id, func.count())
+    campaign's comparisons of ``criterion``, per voter and prompt as the leaderboard counts
+    them, over the models of ``index`` (model id -> row)."""
+    query = (select(Vote.voter_id, Comparison.prompt_id, Vote.winner_model_id,
+                    Vote.loser_model_id, func.count())
              .join(Comparison, Comparison.id == Vote.comparison_id)
              .where(Comparison.campaign_id == campaign.id, Vote.criterion == criterion,
                     Vote.is_validation.is_(False), Vote.flags == 0)
-             .group_by(Vote.winner_model_id, Vote.loser_model_id))
+             .group_by(Vote.voter_id, Comparison.prompt_id, Vote.winner_model_id,
+                       Vote.loser_model_id))
     if before is not None:
         query = query.where(Vote.created_at < before)
-    rows = db.session.execute(query).all()
-    wins = np.zeros((len(index), len(index)))
-    for winner, loser, count in rows:
-        if winner in index and loser in index:
-            wins[index[winner], index[loser]] += count
-    return wins
+    rows = [row for row in db.session.execute(query) if row[2] in index and row[3] in index]
+    voter, prompt, winners, losers, count = (list(column) for column in zip(*rows, strict=True)) \
+        if rows else ([], [], [], [], [])
+    return PairCounts.crossed(len(index), voter, [-1 if p is None else p for p in prompt],
+                              [index[w] for w in winners], [index[lo] for lo in losers],
+                              np.array(count, dtype=float))
 
 
 def refresh(campaign: Campaign, budget: int | None = None) -> list[Decision]:
@@ -100,8 +103,9 @@ def refresh(campaign: Campaign, budget: int | None = None) -> list[Decision]:
         cap = np.zeros((n, n))
         for (i, j), members in per_pair.items():
             cap[i, j] = cap[j, i] = len(members) * campaign.target_votes
-        wins = win_counts(campaign, criterion, index)
-        decided = allocate(wins, cap, budget, level=cfg["ALLOCATION_LEVEL"],
+        data = counts(campaign, criterion, index)
+        wins = data.matrix()
+        decided = allocate(data, cap, budget, level=cfg["ALLOCATION_LEVEL"],
                            exploration=cfg["ALLOCATION_EXPLORATION"] if active else 1.0,
                            stop=campaign.early_stop)
         votes = wins + wins.T
@@ -160,7 +164,7 @@ def states(campaign: Campaign, before: datetime | None = None
     index = {m: k for k, m in enumerate(model_ids)}
     cap = np.full((len(model_ids), len(model_ids)), np.inf)
     np.fill_diagonal(cap, 0)
-    return {criterion: (model_ids, allocate(win_counts(campaign, criterion, index, before),
+    return {criterion: (model_ids, allocate(counts(campaign, criterion, index, before),
                                             cap, 0, level=current_app.config["ALLOCATION_LEVEL"]))
             for criterion in campaign.criteria_list}
 

@@ -1,13 +1,12 @@
 """Where a campaign's next votes do the most for its ranking, and when its order is settled.
 
-From the win counts so far (``wins[i, j]`` = times i beat j), the Bradley-Terry fit orders the
-models; a pair's order is **settled** once one model is surely ahead of the other by the
-leaderboard's own procedure (:func:`arena.ranking.ranks.from_normal`: every pair at once at
-``level``), here from the fit's model-based covariance. The fit uses every pair's votes, so
-a pair far apart settles through the others without a vote of its own. Active allocation
-spends the next ``budget`` votes on the models that are adjacent in the current order and
-not settled yet (each such pair alike), and an ``exploration`` share on every unsettled
-pair, so a wrong current order is found out. A pair never asks for more votes than
+From the votes so far, the Bradley-Terry fit orders the models; a pair's order is **settled**
+once one model is surely ahead of the other as the leaderboard says it (its instant intervals,
+clustered by voter and prompt, and its rank sets: every pair at once at ``level``). The fit
+uses every pair's votes, so a pair far apart settles through the others without a vote of
+its own. Active allocation spends the next ``budget`` votes on the models that are adjacent
+in the current order and not settled yet (each such pair alike), and an ``exploration``
+share on every unsettled pair, so a wrong current order is found out. A pair never asks for more votes than
 ``cap`` (what balanced allocation would give it). With ``stop``, settled pairs get no more
 votes; the ranking is settled once every adjacent pair is settled or at its cap.
 """
@@ -19,8 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from arena.ranking import ranks
+from arena.ranking import sandwich
 from arena.ranking.bradley_terry import bradley_terry
+from arena.ranking.pairs import PairCounts
+from arena.ranking.ranks import RankSets
 
 
 @dataclass(frozen=True)
@@ -51,40 +52,36 @@ class Allocation:
         return list(zip(self.order[:-1].tolist(), self.order[1:].tolist(), strict=True))
 
 
-def pair_z(wins) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The fit's log-strengths, their model-based covariance (the inverse of the
-    Bradley-Terry information, its prior included when the data needs one) and each pair's
-    gap over its standard error (0 where the data cannot tell the two apart at all)."""
-    wins = np.asarray(wins, dtype=float)
-    fit = bradley_terry(wins)
+def pair_z(data, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, RankSets]:
+    """The fit's log-strengths, each pair's gap over its standard error (0 where the data
+    cannot tell the two apart at all) and the rank sets (``ahead[i, j]``: i is surely ahead
+    of j, past the ``critical`` number of standard errors), all from the leaderboard's own
+    instant intervals (:func:`arena.ranking.sandwich.instant_intervals`): clustered by voter
+    and prompt when ``data`` is a :class:`PairCounts` with both, single votes for a win
+    matrix."""
+    if not isinstance(data, PairCounts):
+        data = PairCounts.from_matrix(np.asarray(data, dtype=float))
+    fit = bradley_terry(data.matrix())
     theta = fit.log_strengths
     n = len(theta)
-    votes = wins + wins.T
-    p = expit(theta[:, None] - theta[None, :])
-    weight = votes * p * (1 - p)
-    information = np.diag(weight.sum(axis=1)) - weight
-    if fit.prior:  # the prior's virtual games against a model of strength 1 (exp 0)
-        strength = np.exp(theta)
-        information += np.diag(2 * fit.prior * strength / (1 + strength) ** 2)
-    centre = np.eye(n) - 1 / n
-    covariance = centre @ np.linalg.pinv(information) @ centre
-    covariance = (covariance + covariance.T) / 2
-    diagonal = np.diag(covariance)
-    variance = diagonal[:, None] + diagonal[None, :] - 2 * covariance
+    found = sandwich.instant_intervals(data, fit, level=level, rng=np.random.default_rng(0))
+    diagonal = np.diag(found.covariance)
+    variance = diagonal[:, None] + diagonal[None, :] - 2 * found.covariance
     gap = np.abs(theta[:, None] - theta[None, :])
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(variance > 1e-12, gap / np.sqrt(np.maximum(variance, 1e-300)), 0.0)
     z[np.diag_indices(n)] = 0.0
-    return theta, covariance, z
+    return theta, z, found.ranks
 
 
-def allocate(wins, cap, budget: int, *, level: float = 0.95, exploration: float = 0.2,
+def allocate(data, cap, budget: int, *, level: float = 0.95, exploration: float = 0.2,
              stop: bool = True) -> Allocation:
     """Decide where the next ``budget`` votes go.
 
     Parameters
     ----------
-    wins : (n, n) win counts so far.
+    data : the votes so far: a :class:`PairCounts` (with voters and prompts, as the
+        leaderboard counts them) or a win matrix (``wins[i, j]`` = times i beat j).
     cap : (n, n) the most votes each pair may have (0: a pair the campaign does not hold).
     budget : votes to spend before the next decision.
     level : confidence at which a pair's order counts as settled.
@@ -98,19 +95,20 @@ def allocate(wins, cap, budget: int, *, level: float = 0.95, exploration: float 
         On a bad level, a negative budget, an exploration share outside [0, 1], or shapes
         that do not match.
     """
-    wins = np.asarray(wins, dtype=float)
+    if not isinstance(data, PairCounts):
+        data = PairCounts.from_matrix(np.asarray(data, dtype=float))
+    wins = data.matrix()
     cap = np.asarray(cap, dtype=float)
     n = wins.shape[0]
     if cap.shape != wins.shape:
-        raise ValueError("cap must have the shape of wins")
+        raise ValueError("cap must have the shape of the data's win matrix")
     if budget < 0 or not 0 <= exploration <= 1 or not 0 < level < 1:
         raise ValueError("budget must be >= 0, exploration between 0 and 1 and level "
                          "between 0 and 1")
-    theta, covariance, z = pair_z(wins)
+    theta, z, sets = pair_z(data, level)
     votes = wins + wins.T
     held = (cap + cap.T) / 2 > 0
     np.fill_diagonal(held, False)
-    sets = ranks.from_normal(theta, covariance, level, rng=np.random.default_rng(0))
     settled = (sets.ahead | sets.ahead.T) & held
     open_ = held & (votes < (cap + cap.T) / 2)
     if stop:

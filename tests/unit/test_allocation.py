@@ -52,7 +52,7 @@ def test_bad_arguments_are_refused():
 def test_a_pair_never_compared_is_settled_through_the_others():
     """Models 0 and 2 never met, but 0 beat 1 and 1 beat 2 often: their order is known."""
     wins = np.array([[0, 900, 0], [100, 0, 900], [0, 100, 0]], dtype=float)
-    _, _, z = pair_z(wins)
+    _, z, _ = pair_z(wins)
     assert z[0, 2] > z[0, 1] > 5
     assert z[0, 2] == z[2, 0]
 
@@ -81,7 +81,7 @@ def test_the_votes_still_needed_settle_the_pair_once_cast():
     decided = allocate(wins, _cap(2), 0)
     assert not decided.done and decided.to_settle > 100
     more = (100 + decided.to_settle) / 100
-    _, _, z = pair_z(wins * more)
+    _, z, _ = pair_z(wins * more)
     assert z[0, 1] == pytest.approx(1.96, rel=0.02)
     assert allocate(wins * more * 1.01, _cap(2), 0).done
 
