@@ -6,9 +6,10 @@ clustered by voter and prompt, and its rank sets: every pair at once at ``level`
 uses every pair's votes, so a pair far apart settles through the others without a vote of
 its own. Active allocation spends the next ``budget`` votes on the models that are adjacent
 in the current order and not settled yet (each such pair alike), and an ``exploration``
-share on every unsettled pair, so a wrong current order is found out. A pair never asks for more votes than
-``cap`` (what balanced allocation would give it). With ``stop``, settled pairs get no more
-votes; the ranking is settled once every adjacent pair is settled or at its cap.
+share on every unsettled pair, so a wrong current order is found out. A pair never asks for
+more votes than ``cap`` (what balanced allocation would give it). With ``stop``, settled
+pairs get no more votes; the ranking is settled once every adjacent pair is settled or at
+its cap.
 """
 
 from __future__ import annotations
