@@ -107,11 +107,11 @@ def allocate(data, cap, budget: int, *, level: float = 0.95, exploration: float 
         raise ValueError("budget must be >= 0, exploration between 0 and 1 and level "
                          "between 0 and 1")
     theta, z, sets = pair_z(data, level)
-    votes = wins + wins.T
-    held = (cap + cap.T) / 2 > 0
+    votes, limit = wins + wins.T, (cap + cap.T) / 2
+    held = limit > 0
     np.fill_diagonal(held, False)
     settled = (sets.ahead | sets.ahead.T) & held
-    open_ = held & (votes < (cap + cap.T) / 2)
+    open_ = held & (votes < limit)
     if stop:
         open_ &= ~settled
     order = np.argsort(-theta, kind="stable")
@@ -130,7 +130,6 @@ def allocate(data, cap, budget: int, *, level: float = 0.95, exploration: float 
     if (open_ & upper).any():
         weight[open_ & upper] += spread / (open_ & upper).sum()
     weight = weight + weight.T
-    limit = (cap + cap.T) / 2
     wanted = np.minimum(votes + np.ceil(budget * weight), np.maximum(limit, votes))
     waiting = adjacent & held & ~settled & (votes < limit)
     # votes of their own each unsettled adjacent pair needs for its gap to reach the critical
