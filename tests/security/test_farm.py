@@ -165,7 +165,7 @@ def test_a_farm_of_the_last_period_never_shows_before_the_timer_screens_it(app, 
         published.figures(published.SCREEN, published.ALL, lambda _before: [],
                           now=utcnow() - period, screened=False)
         clean, _ = public()
-        farm = [vote_as({}, ["model-3", *ORDER[:3]], sessions=8, seed=200 + k).public_id
+        farm = [vote_as({}, ["model-3", *ORDER[:3]], sessions=12, seed=200 + k).public_id
                 for k in range(8)]
         # the farm voted in the period before, after its cut-off; this period has just begun
         back_before(published.cutoff())
