@@ -29,9 +29,12 @@ def utcnow() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+KEYS = 2**31  # shuffle keys are below this
+
+
 def random_key() -> int:
     """A random 31-bit key; matchmaking breaks ties by starting at a random point of it."""
-    return secrets.randbelow(2**31)
+    return secrets.randbelow(KEYS)
 
 
 class PromptSet(db.Model):

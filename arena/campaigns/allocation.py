@@ -7,10 +7,17 @@ get, and that many of the pair's least-voted comparisons are opened (wanting one
 while the rest rest (at the top ``level``, served only once nothing open is left).
 Matchmaking is unchanged: it serves the lowest level first, through the same index, so a
 session costs what it costs under balanced allocation. Balanced campaigns are never touched.
+
+Gold pairs follow the same decisions, or how often a pair comes would tell them (the pairs
+in focus come often, the settled ones hardly at all, and gold left balanced sits between):
+each gold pair belongs to its two models' pair (a damaged copy against its source, to a
+pair drawn by its shuffle key, in proportion to the pairs' comparisons) and that pair's
+share of its gold is opened as its share of ordinary comparisons is.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,7 +30,7 @@ from sqlalchemy.orm import aliased
 from arena.errors import Invalid
 from arena.extensions import db
 from arena.infra.database import at_least
-from arena.models import QUEUE_LEVELS, Campaign, Comparison, Image, Vote
+from arena.models import KEYS, QUEUE_LEVELS, Campaign, Comparison, Image, Vote
 from arena.ranking.allocation import Allocation, allocate
 from arena.ranking.pairs import PairCounts
 
@@ -49,16 +56,36 @@ class Decision:
             if self.allocation.done else 0
 
 
-def _comparisons(campaign: Campaign, criterion: str):
-    """The campaign's ordinary comparisons of ``criterion``: id, the two models, votes."""
+def _comparisons(campaign: Campaign, criterion: str, gold: bool = False):
+    """The campaign's ordinary (or gold) comparisons of ``criterion``, least-voted first: id,
+    the two models, shuffle key."""
     image_a, image_b = aliased(Image), aliased(Image)
     return db.session.execute(
-        select(Comparison.id, image_a.model_id, image_b.model_id, Comparison.votes_count)
+        select(Comparison.id, image_a.model_id, image_b.model_id, Comparison.shuffle_key)
         .join(image_a, image_a.id == Comparison.image_a_id)
         .join(image_b, image_b.id == Comparison.image_b_id)
         .where(Comparison.campaign_id == campaign.id, Comparison.criterion == criterion,
-               Comparison.is_validation.is_(False))
+               Comparison.is_validation.is_(gold))
         .order_by(Comparison.votes_count, Comparison.shuffle_key)).all()
+
+
+def _gold_by_pair(campaign: Campaign, criterion: str, index: dict[int, int],
+                  per_pair: dict[tuple[int, int], list]) -> dict[tuple[int, int], list[int]]:
+    """The ids of the criterion's gold pairs (least-voted first) by the model pair they
+    follow: their own two models' if those make a pair of the campaign, else one drawn by
+    shuffle key with each pair's chance its share of the ordinary comparisons."""
+    pairs = sorted(per_pair)
+    edges = np.cumsum([len(per_pair[p]) for p in pairs], dtype=float)
+    gold: dict[tuple[int, int], list[int]] = defaultdict(list)
+    if not pairs:
+        return gold
+    for row in _comparisons(campaign, criterion, gold=True):
+        pair = tuple(sorted((index.get(row[1], -1), index.get(row[2], -1))))
+        if pair not in per_pair:
+            drawn = np.searchsorted(edges, row[3] / KEYS * edges[-1], side="right")
+            pair = pairs[min(int(drawn), len(pairs) - 1)]
+        gold[pair].append(row[0])
+    return gold
 
 
 def counts(campaign: Campaign, criterion: str, index: dict[int, int],
@@ -109,10 +136,12 @@ def refresh(campaign: Campaign, budget: int | None = None) -> list[Decision]:
                            exploration=cfg["ALLOCATION_EXPLORATION"] if active else 1.0,
                            stop=campaign.early_stop)
         votes = wins + wins.T
+        gold = _gold_by_pair(campaign, criterion, index, per_pair)
         opened = 0
         for (i, j), members in per_pair.items():
-            opened += _open([row[0] for row in members],
-                            int(decided.wanted[i, j] - votes[i, j]))
+            more = int(decided.wanted[i, j] - votes[i, j])
+            opened += _open([row[0] for row in members], more)
+            _open(gold.get((i, j), []), math.ceil(more * len(gold.get((i, j), [])) / len(members)))
         db.session.commit()
         decisions.append(Decision(criterion, model_ids, decided, opened,
                                   int(np.triu(votes, 1).sum()), int(np.triu(cap, 1).sum())))
@@ -145,8 +174,7 @@ def balance(campaign: Campaign) -> int:
     """Give every comparison of the campaign its balanced target again (when a campaign goes
     back to balanced allocation); commits. Returns the comparisons changed."""
     changed = db.session.execute(
-        update(Comparison).where(Comparison.campaign_id == campaign.id,
-                                 Comparison.is_validation.is_(False))
+        update(Comparison).where(Comparison.campaign_id == campaign.id)
         .values(target_votes=campaign.target_votes,
                 level=Comparison.votes_count * QUEUE_LEVELS // campaign.target_votes)).rowcount
     db.session.commit()
