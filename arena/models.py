@@ -160,6 +160,7 @@ class Campaign(db.Model):
 
 
 QUEUE_LEVELS = 4  # matchmaking's levels of a comparison's progress (Comparison.level)
+STOPPED = -1  # the level of a pair an early-stopping campaign has settled: served to nobody
 
 
 class Comparison(db.Model):
@@ -172,7 +173,8 @@ class Comparison(db.Model):
     an index instead of scanning (arena.voting.matchmaking). It changes once every quarter
     of the target, not with every vote, so PostgreSQL updates the row in place (HOT) on
     most votes: a column in an index that moved on every vote made each vote write a new
-    entry in all five of the table's indexes.
+    entry in all five of the table's indexes. ``STOPPED`` takes it out of the queue
+    (arena.campaigns.allocation), votes still in flight leave it there.
     """
 
     __tablename__ = "comparison"

@@ -4,9 +4,11 @@ A campaign with ``allocation = "active"`` (or ``early_stop``) is refreshed from 
 votes every few minutes (``arena votes rollup``'s timer, or ``arena campaign allocate``):
 :func:`arena.ranking.allocation.allocate` says how many more votes each model pair should
 get, and that many of the pair's least-voted comparisons are opened (wanting one more vote)
-while the rest rest (at the top ``level``, served only once nothing open is left).
-Matchmaking is unchanged: it serves the lowest level first, through the same index, so a
-session costs what it costs under balanced allocation. Balanced campaigns are never touched.
+while the rest rest (at the top ``level``, served only once nothing open is left). With
+early stopping, a settled pair's comparisons stop (``STOPPED``: served to nobody), so a
+criterion whose order is settled stops, and so does the campaign once all of them are.
+Matchmaking serves the lowest level first (never a stopped one), through the same index,
+so a session costs what it costs under balanced allocation. Balanced campaigns are never touched.
 
 Gold pairs follow the same decisions, or how often a pair comes would tell them (the pairs
 in focus come often, the settled ones hardly at all, and gold left balanced sits between):
@@ -30,7 +32,7 @@ from sqlalchemy.orm import aliased
 from arena.errors import Invalid
 from arena.extensions import db
 from arena.infra.database import at_least
-from arena.models import KEYS, QUEUE_LEVELS, Campaign, Comparison, Image, Vote
+from arena.models import KEYS, QUEUE_LEVELS, STOPPED, Campaign, Comparison, Image, Vote
 from arena.ranking.allocation import Allocation, allocate
 from arena.ranking.pairs import PairCounts
 
@@ -139,9 +141,13 @@ def refresh(campaign: Campaign, budget: int | None = None) -> list[Decision]:
         gold = _gold_by_pair(campaign, criterion, index, per_pair)
         opened = 0
         for (i, j), members in per_pair.items():
+            ids, gold_ids = [row[0] for row in members], gold.get((i, j), [])
+            if campaign.early_stop and decided.settled[i, j]:
+                _stop(ids + gold_ids)
+                continue
             more = int(decided.wanted[i, j] - votes[i, j])
-            opened += _open([row[0] for row in members], more)
-            _open(gold.get((i, j), []), math.ceil(more * len(gold.get((i, j), [])) / len(members)))
+            opened += _open(ids, more)
+            _open(gold_ids, math.ceil(more * len(gold_ids) / len(members)))
         db.session.commit()
         decisions.append(Decision(criterion, model_ids, decided, opened,
                                   int(np.triu(votes, 1).sum()), int(np.triu(cap, 1).sum())))
@@ -168,6 +174,14 @@ def _open(ids: list[int], more: int) -> int:
                                .where(Comparison.id.in_(members[start:start + 5000]))
                                .values(**values))
     return len(ids) if base else extra
+
+
+def _stop(ids: list[int]) -> None:
+    """Take comparisons ``ids`` out of the queue (their pair is settled)."""
+    for start in range(0, len(ids), 5000):
+        db.session.execute(update(Comparison).where(Comparison.id.in_(ids[start:start + 5000]))
+                           .values(target_votes=at_least(Comparison.votes_count, 1),
+                                   level=STOPPED))
 
 
 def balance(campaign: Campaign) -> int:

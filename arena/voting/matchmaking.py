@@ -40,7 +40,17 @@ from arena.config import CRITERIA, check_criterion
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import fixed, param, retry_on_lock, write_transaction
-from arena.models import KEYS, Campaign, Comparison, Image, Task, Voter, VotingSession, utcnow
+from arena.models import (
+    KEYS,
+    STOPPED,
+    Campaign,
+    Comparison,
+    Image,
+    Task,
+    Voter,
+    VotingSession,
+    utcnow,
+)
 from arena.voting.shown import ShownSession, shown_from_rows, shown_query
 from arena.voting.shown import session as shown_session
 
@@ -77,7 +87,8 @@ _START = param("p_start", Comparison.shuffle_key)
 @cache
 def _candidates(criterion: str, validation: bool, walked: bool = True):
     """The comparisons of ``criterion`` (regular, or gold with ``validation``) in pool
-    ``p_pool`` that voter ``p_voter`` may get: not paused, not issued to them yet.
+    ``p_pool`` that voter ``p_voter`` may get: not paused, not issued to them yet (and not
+    stopped, :func:`at_lowest_level` and :func:`_criteria_query`).
     ``walked``: for a query that stops after a few rows of an index walk, each candidate
     checked against the voter's tasks by a probe of their index. (PostgreSQL otherwise
     planned the check as an anti-join, and, for a voter with more tasks than its statistics
@@ -131,9 +142,11 @@ def window(query, start, size: int):
 
 
 def at_lowest_level(query, name: str, floor=None):
-    """``query``'s rows at its lowest ``level`` (above ``floor``, if given): the level read
-    by a WITH named ``name`` that walks the queue index to the first row."""
-    above = query.where(Comparison.level > floor) if floor is not None else query
+    """``query``'s rows at its lowest ``level`` above ``floor`` (``STOPPED`` if not given,
+    never below it: a stopped pair is served to nobody): the level read by a WITH named
+    ``name`` that walks the queue index to the first row. (Only the WITH tests it: beside
+    the pick's level, SQLite walked twice as many rows.)"""
+    above = query.where(Comparison.level > (fixed(STOPPED) if floor is None else floor))
     lowest = (above.with_only_columns(Comparison.level).order_by(Comparison.level)
               .limit(fixed(1)).cte(name))
     return query.where(Comparison.level == select(lowest.c.level).scalar_subquery())
@@ -204,7 +217,7 @@ def _draw(query, voter_id: int, count: int, rng: np.random.Generator, pool: int,
     over the rows of a prompt in ``prompts`` or already chosen (no such rule with None);
     and the rows passed over for their prompt, in the order they came."""
     chosen, passed = list(chosen), []
-    floor = -1
+    floor = STOPPED
     while len(chosen) < count:
         wanted = count - len(chosen)
         # (as many more as were taken: a vote landing meanwhile, on PostgreSQL, can move
@@ -350,7 +363,8 @@ def _criteria_state(voter_id: int, pool: int) -> tuple[list[str], str | None]:
 def _criteria_query():
     last = (select(VotingSession.criterion).where(VotingSession.voter_id == _VOTER)
             .order_by(VotingSession.id.desc()).limit(fixed(1)).scalar_subquery())
-    return select(*(_candidates(c, validation=False).exists().label(c) for c in CRITERIA),
+    return select(*(_candidates(c, validation=False).where(Comparison.level > fixed(STOPPED))
+                    .exists().label(c) for c in CRITERIA),
                   last.label("last"))
 
 

@@ -25,6 +25,7 @@ from arena.extensions import db
 from arena.infra.database import at_least, at_most, param, retry_on_lock, write_transaction
 from arena.models import (
     QUEUE_LEVELS,
+    STOPPED,
     Comparison,
     EloRating,
     GenModel,
@@ -269,7 +270,7 @@ def _writes(*, counted: bool, rated: bool, combined: bool) -> tuple:
         writes.append(update(Comparison.__table__).where(
             comparison.id == values["comparison_id"]).values(
             votes_count=comparison.votes_count + 1,
-            level=(comparison.votes_count + 1) * QUEUE_LEVELS // comparison.target_votes))
+            level=_level(comparison, comparison.votes_count + 1)))
     if rated:
         # both rating rows in one UPDATE; the new ratings are computed by the caller, with
         # the same function as the replay, so they are the same floats
@@ -414,11 +415,18 @@ def _replay_counters() -> None:
     per_comparison = db.session.execute(
         select(Vote.comparison_id, func.count()).where(Vote.flags == 0)
         .group_by(Vote.comparison_id)).all()
-    db.session.execute(update(Comparison).values(votes_count=0, level=0))
+    db.session.execute(update(Comparison).values(votes_count=0, level=_level(Comparison, 0)))
     for comparison_id, n in per_comparison:
         db.session.execute(
             update(Comparison).where(Comparison.id == comparison_id)
-            .values(votes_count=n, level=n * QUEUE_LEVELS // Comparison.target_votes))
+            .values(votes_count=n, level=_level(Comparison, n)))
+
+
+def _level(comparison, votes):
+    """The queue level of ``comparison`` (a table or an entity) with ``votes``: the quarter
+    of its target they reach, or STOPPED if it is (a settled pair stays out of the queue)."""
+    return case((comparison.level == STOPPED, STOPPED),
+                else_=votes * QUEUE_LEVELS // comparison.target_votes)
 
 
 def vote_count() -> int:

@@ -15,7 +15,7 @@ from arena.campaigns import allocation as service
 from arena.campaigns.progress import progress
 from arena.errors import Invalid
 from arena.extensions import db
-from arena.models import QUEUE_LEVELS, Campaign, Comparison, Image, Vote, utcnow
+from arena.models import STOPPED, Campaign, Comparison, Image, Vote, utcnow
 from arena.ranking.allocation import allocate, pair_z
 from arena.voting import matchmaking
 from benchmarks import allocation as simulator
@@ -184,9 +184,9 @@ def test_refresh_opens_only_the_unsettled_pairs_and_matchmaking_serves_them(simu
     rows = db.session.execute(select(Comparison.id, Comparison.level, Comparison.votes_count,
                                      Comparison.target_votes)
                               .where(Comparison.is_validation.is_(False))).all()
-    for row in rows:
+    for row in rows:  # (early stopping: a settled pair's comparisons stop)
         if _models_of(row.id) in settled:
-            assert row.level == QUEUE_LEVELS and row.target_votes >= 1
+            assert row.level == STOPPED and row.target_votes >= 1
     served = set()
     for _ in range(5):
         session = matchmaking.start_session(new_voter(), rng, "alignment")
@@ -219,3 +219,37 @@ def test_an_unknown_allocation_is_refused(simulated):
         service.configure(campaign, "greedy", False)
     assert refused.value.field == "allocation"
     assert db.session.get(Campaign, campaign.id).allocation == "balanced"
+
+
+def test_an_early_stopping_campaign_stops_serving_what_is_settled_and_then_itself(simulated):
+    """Models far apart: after the refresh every pair is settled, so its comparisons and the
+    gold that hides among them are served to nobody, and a new voter finds nothing left;
+    a vote already in flight leaves its pair stopped. Without early stopping they come back."""
+    campaign = simulated
+    rng = np.random.default_rng(5)
+    strength = {"model-0": 9.0, "model-1": 6.0, "model-2": 3.0, "model-3": 0.0}
+    world = simulator.World(
+        {image.id: strength[image.model.name] for image in db.session.scalars(select(Image))},
+        {}, np.zeros(4))
+    clock = [utcnow() - timedelta(hours=3)]
+    pending = None
+    for k in range(60):
+        voter = new_voter()
+        for _ in range(3):
+            session = matchmaking.start_session(voter, rng, "alignment")
+            for task in session.tasks:
+                if k == 59 and pending is None and not task.comparison.is_validation:
+                    pending = voter, task  # answered after the refresh
+                    continue
+                simulator.answer(voter, task, "good", world, rng, clock)
+    (decision,) = service.configure(campaign, "balanced", True)
+    assert decision.allocation.done and decision.opened == 0
+    levels = set(db.session.scalars(select(Comparison.level)))
+    assert levels == {STOPPED}, levels  # ordinary and gold alike
+    with pytest.raises(matchmaking.NoTasksAvailable):
+        matchmaking.start_session(new_voter(), rng, "alignment")
+    simulator.answer(*pending, "good", world, rng, clock)
+    assert db.session.get(Comparison, pending[1].comparison_id).level == STOPPED
+    service.configure(campaign, "balanced", False)
+    assert STOPPED not in set(db.session.scalars(select(Comparison.level)))
+    assert matchmaking.start_session(new_voter(), rng, "alignment").tasks
