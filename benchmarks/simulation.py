@@ -18,11 +18,13 @@ covered at once, and how often the rank sets and tiers contradicted the true ord
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 import numpy as np
 
 from arena.config import Defaults
 from arena.ranking import ranks
+from arena.ranking.allocation import allocate
 from arena.ranking.bootstrap import bootstrap
 from arena.ranking.bradley_terry import ELO_SCALE, LOG10, bradley_terry
 from arena.ranking.davidson import davidson, davidson_bootstrap
@@ -76,7 +78,10 @@ class Design:
     votes: int = 2000
     voters: int = 200
     spread: float = 1.6
-    allocation: str = "balanced"  # or "unbalanced": the top models shown ~3x as often
+    # "balanced", "unbalanced" (the top models shown ~3x as often) or "active": ``rounds``
+    # of votes where Arena's active allocation sends them (the estimand stays balanced's)
+    allocation: str = "balanced"
+    rounds: int = 10
     tie_rate: float = 0.0  # how often two equal models tie
     ties: str = "davidson"  # Davidson's model, or "threshold": a tie when the difference
     # the voter sees is within a threshold (Rao and Kupper), a model Arena does not fit
@@ -129,7 +134,7 @@ class Design:
     def pair_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(a, b, probability) of every unordered pair."""
         a, b = np.triu_indices(self.items, 1)
-        if self.allocation == "balanced":
+        if self.allocation in ("balanced", "active"):
             w = np.ones(a.size)
         else:
             exposure = np.exp(-np.arange(self.items) * np.log(3) / (self.items - 1))
@@ -168,17 +173,25 @@ class Design:
             careless = rng.random(voters) < self.careless
             prompt = rng.integers(0, self.prompts, size)
             suits = self.prompt_effect * rng.normal(0, 1, (self.prompts, self.items))
-            pair = rng.choice(a_all.size, size=size, p=w)
-            a, b = a_all[pair], b_all[pair]
             theta = self.strengths * (1 + shift)
-            ta = theta[a] + taste[voter, a] + suits[prompt, a]
-            tb = theta[b] + taste[voter, b] + suits[prompt, b]
-            p_a, p_tie = self._outcome_probs(ta, tb)
-            p_a = np.where(careless[voter], 0.5 * (1 - p_tie), p_a)
-            u = rng.random(size)
-            a_wins, tie = u < p_a, (u >= p_a) & (u < p_a + p_tie)
-            out["w"].append(np.where(a_wins | tie, a, b))
-            out["l"].append(np.where(a_wins | tie, b, a))
+
+            def play(pair, rows, u, voter=voter, prompt=prompt, taste=taste, suits=suits,
+                     careless=careless, theta=theta):
+                """Winners, losers and ties of votes ``rows`` on ``pair``s (``u``: uniforms)."""
+                a, b, v, p = a_all[pair], b_all[pair], voter[rows], prompt[rows]
+                p_a, p_tie = self._outcome_probs(theta[a] + taste[v, a] + suits[p, a],
+                                                 theta[b] + taste[v, b] + suits[p, b])
+                p_a = np.where(careless[v], 0.5 * (1 - p_tie), p_a)
+                a_wins, tie = u < p_a, (u >= p_a) & (u < p_a + p_tie)
+                return np.where(a_wins | tie, a, b), np.where(a_wins | tie, b, a), tie
+
+            if self.allocation == "active":
+                winners, losers, tie = self._active(rng, play, voter, prompt)
+            else:
+                winners, losers, tie = play(rng.choice(a_all.size, size=size, p=w),
+                                            slice(None), rng.random(size))
+            out["w"].append(winners)
+            out["l"].append(losers)
             out["t"].append(tie)
             out["v"].append(voter + voter_base)
             out["p"].append(prompt)
@@ -186,6 +199,28 @@ class Design:
             voter_base += voters
         cat = {k: np.concatenate(v) for k, v in out.items()}
         return Data(cat["w"], cat["l"], cat["t"], cat["v"], cat["p"], cat["s"])
+
+    def _active(self, rng, play, voter, prompt):
+        """Votes in ``rounds`` as a campaign under active allocation gets them: the first
+        round balanced, each next one's pairs drawn in proportion to the votes
+        :func:`arena.ranking.allocation.allocate` wants for them from the votes so far."""
+        a_all, b_all = np.triu_indices(self.items, 1)
+        cap = np.full((self.items, self.items), np.inf)
+        np.fill_diagonal(cap, 0)
+        bounds = np.linspace(0, voter.size, self.rounds + 1).astype(int)
+        parts = []
+        for start, stop in pairwise(bounds):
+            w = np.ones(a_all.size)
+            if parts:
+                winners, losers, tie = (np.concatenate(c) for c in zip(*parts, strict=True))
+                data = PairCounts.crossed(self.items, voter[:start], prompt[:start], winners,
+                                          losers, np.ones(start), tie)
+                wins = data.matrix()
+                more = (allocate(data, cap, stop - start).wanted - wins - wins.T)[a_all, b_all]
+                w = more.clip(0) if more.max() > 0 else w
+            parts.append(play(rng.choice(a_all.size, size=stop - start, p=w / w.sum()),
+                              slice(start, stop), rng.random(stop - start)))
+        return tuple(np.concatenate(c) for c in zip(*parts, strict=True))
 
     def estimand(self, seed: int = 12345, model: str = "bt") -> np.ndarray:
         """The centred log-strengths infinitely many votes from this population would give:
@@ -431,6 +466,14 @@ def designs() -> list[Design]:
         replace(strata, name="post-stratified, cells 3000/600/30 (3%) as published",
                 targets=(0.6, 0.37, 0.03), min_cell_votes=100),
         replace(strata, name="post-stratified, cells 3000/600/300", cells=(3000, 600, 300)),
+        # active allocation, refreshed every ALLOCATION_BUDGET (2,000) votes, and far more often
+        replace(base, name="active allocation, 20k votes", allocation="active", votes=20_000,
+                voters=2_000),
+        replace(base, name="active allocation, 15 models, leaderboard spread, prompt effects"
+                " + tastes, 20k votes", allocation="active", items=15, levels=leaderboard(15),
+                votes=20_000, voters=2_000, prompt_effect=0.3, taste=0.3),
+        replace(base, name="active allocation refreshed every 200 votes, 2k votes",
+                allocation="active"),
     ]
 
 

@@ -13,8 +13,9 @@ Gold pairs want as many votes as ordinary pairs and are picked by the same least
 (:mod:`arena.voting.matchmaking`), so the two kinds are put in sessions alike and, with a
 supply sized to the rate (:func:`top_up`, :func:`replenish`), how often a pair comes says
 nothing of its kind (tests/security/frequency.py; not beyond ``GOLD_MAX_DAMAGED`` damaged
-copies per campaign and criterion, the cap, where a large campaign wants more). When the
-gold pairs left to a voter have run more than ``GOLD_SLACK`` sessions ahead of the
+copies per campaign and criterion, the cap, where a large campaign wants more). Under active
+allocation or early stopping each follows a model pair's decision (arena.campaigns.allocation).
+When the gold pairs left to a voter have run more than ``GOLD_SLACK`` sessions ahead of the
 ordinary ones, or none is left to them, one more is made (:func:`replenish`), so
 validation keeps coming at the configured rate for a voter's whole life.
 
