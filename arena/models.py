@@ -144,6 +144,8 @@ class Campaign(db.Model):
     allocation: Mapped[str] = mapped_column(String(10), default="balanced",
                                             server_default="balanced")
     early_stop: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # the votes its comparisons held at the last allocation decision (None: none yet)
+    allocated_votes: Mapped[int | None] = mapped_column(Integer)
 
     prompt_set: Mapped[PromptSet] = relationship()
     models: Mapped[list[GenModel]] = relationship(secondary=campaign_models,

@@ -112,12 +112,23 @@ def counts(campaign: Campaign, criterion: str, index: dict[int, int],
                               np.array(count, dtype=float))
 
 
-def refresh(campaign: Campaign, budget: int | None = None) -> list[Decision]:
+def refresh(campaign: Campaign, budget: int | None = None, *, due_only: bool = False
+            ) -> list[Decision]:
     """Decide each criterion's next ``budget`` votes (``ALLOCATION_BUDGET``) and open that
     many comparisons; commits. Idempotent between votes; safe to run twice at once (each
-    comparison's target and level are set from its own row's count)."""
+    comparison's target and level are set from its own row's count). With ``due_only``
+    (the timer), nothing is decided until half the budget per criterion has come in since
+    the last decision: deciding after every few votes makes the design follow the data's
+    noise, and intervals then under-cover (benchmarks/coverage.py, "active allocation")."""
     cfg = current_app.config
     budget = cfg["ALLOCATION_BUDGET"] if budget is None else budget
+    held = db.session.scalar(select(func.coalesce(func.sum(Comparison.votes_count), 0))
+                             .where(Comparison.campaign_id == campaign.id,
+                                    Comparison.is_validation.is_(False)))
+    if due_only and campaign.allocated_votes is not None \
+            and held - campaign.allocated_votes < budget * len(campaign.criteria_list) // 2:
+        return []
+    campaign.allocated_votes = held
     active = campaign.allocation == "active"
     decisions = []
     for criterion in campaign.criteria_list:
@@ -249,8 +260,8 @@ def configure(campaign: Campaign, allocation: str, early_stop: bool) -> list[Dec
 
 
 def refresh_all() -> list[tuple[str, list[Decision]]]:
-    """Refresh every published campaign that allocates actively or stops early."""
+    """Refresh every published campaign that allocates actively or stops early, where due."""
     campaigns = db.session.scalars(select(Campaign).where(
         Campaign.published_at.is_not(None),
         (Campaign.allocation == "active") | Campaign.early_stop.is_(True))).all()
-    return [(campaign.name, refresh(campaign)) for campaign in campaigns]
+    return [(campaign.name, refresh(campaign, due_only=True)) for campaign in campaigns]

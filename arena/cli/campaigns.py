@@ -71,9 +71,6 @@ def campaign_allocate_command(name, how, early_stop):
         campaign.early_stop if early_stop is None else early_stop)
     click.echo(f"{name!r}: {campaign.allocation} allocation, early stopping "
                f"{'on' if campaign.early_stop else 'off'}")
-    if campaign.allocation == "active" or campaign.early_stop:
-        click.echo("note: how often a pair is served then tells gold pairs from ordinary "
-                   "ones; keep it to trusted crowds (see docs/operators.md)")
     names = {m.id: m.name for m in campaign.models}
     for decision in decisions:
         click.echo(allocation.describe(decision, names))

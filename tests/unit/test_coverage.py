@@ -86,3 +86,16 @@ def test_a_few_heavy_voters_leave_the_leaderboard_without_intervals():
     wide, narrow = (instant_intervals(data, fit, few_units=few) for few in (True, False))
     ratio = (wide.rating_high - wide.rating_low) / (narrow.rating_high - narrow.rating_low)
     assert np.all((ratio > 1.1) & (ratio < 1.35)), ratio
+
+
+def test_the_active_design_sends_the_votes_where_the_allocation_wants_them():
+    """Drawn round by round through arena.ranking.allocation.allocate: once the first
+    (balanced) round has ordered the models, most votes go to adjacent pairs."""
+    design = Design("active", items=6, votes=3000, voters=300, allocation="active")
+    data = design.draw(np.random.default_rng(2)).counts(6, "voter+prompt", False)
+    wins = data.matrix()
+    votes = wins + wins.T
+    adjacent = sum(votes[k, k + 1] for k in range(5))
+    assert data.total == 3000
+    assert adjacent / 3000 > 2 * 5 / 15  # twice their balanced share (5 pairs of 15)
+    assert np.allclose(design.estimand(), replace(design, allocation="balanced").estimand())
