@@ -466,13 +466,13 @@ def designs() -> list[Design]:
         replace(strata, name="post-stratified, cells 3000/600/30 (3%) as published",
                 targets=(0.6, 0.37, 0.03), min_cell_votes=100),
         replace(strata, name="post-stratified, cells 3000/600/300", cells=(3000, 600, 300)),
-        # active allocation decided every 1,000 votes (as the timer does with the default
-        # ALLOCATION_BUDGET of 2,000), and far more often
+        # active allocation decided every 2,000 votes (as the timer does with the default
+        # ALLOCATION_BUDGET), and far more often
         replace(base, name="active allocation, 20k votes", allocation="active", votes=20_000,
-                voters=2_000, rounds=20),
+                voters=2_000),
         replace(base, name="active allocation, 15 models, leaderboard spread, prompt effects"
                 " + tastes, 20k votes", allocation="active", items=15, levels=leaderboard(15),
-                votes=20_000, voters=2_000, prompt_effect=0.3, taste=0.3, rounds=20),
+                votes=20_000, voters=2_000, prompt_effect=0.3, taste=0.3),
         replace(base, name="active allocation decided every 200 votes, 2k votes",
                 allocation="active"),
     ]

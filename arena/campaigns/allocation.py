@@ -117,16 +117,17 @@ def refresh(campaign: Campaign, budget: int | None = None, *, due_only: bool = F
     """Decide each criterion's next ``budget`` votes (``ALLOCATION_BUDGET``) and open that
     many comparisons; commits. Idempotent between votes; safe to run twice at once (each
     comparison's target and level are set from its own row's count). With ``due_only``
-    (the timer), nothing is decided until half the budget per criterion has come in since
-    the last decision: deciding after every few votes makes the design follow the data's
-    noise, and intervals then under-cover (benchmarks/coverage.py, "active allocation")."""
+    (the timer), nothing is decided until the budget per criterion has come in since the
+    last decision: deciding after every few votes makes the design follow the data's noise,
+    and intervals then under-cover (benchmarks/coverage.py, "active allocation": fifteen
+    close models covered 91.0% decided every 1,000 votes, 93.8% every 2,000)."""
     cfg = current_app.config
     budget = cfg["ALLOCATION_BUDGET"] if budget is None else budget
     held = db.session.scalar(select(func.coalesce(func.sum(Comparison.votes_count), 0))
                              .where(Comparison.campaign_id == campaign.id,
                                     Comparison.is_validation.is_(False)))
     if due_only and campaign.allocated_votes is not None \
-            and held - campaign.allocated_votes < budget * len(campaign.criteria_list) // 2:
+            and held - campaign.allocated_votes < budget * len(campaign.criteria_list):
         return []
     campaign.allocated_votes = held
     active = campaign.allocation == "active"

@@ -255,11 +255,11 @@ def test_an_early_stopping_campaign_stops_serving_what_is_settled_and_then_itsel
     assert matchmaking.start_session(new_voter(), rng, "alignment").tasks
 
 
-def test_the_timer_decides_again_only_once_half_a_budget_of_votes_has_come_in(simulated, ctx):
+def test_the_timer_decides_again_only_once_a_budget_of_votes_has_come_in(simulated, ctx):
     """Deciding after every few votes makes the design chase the data's noise (intervals
-    covered 90% where refreshed every 200 votes, benchmarks/coverage.py): the timer's
-    refresh waits for half of ALLOCATION_BUDGET per criterion; the command decides now."""
-    ctx.config["ALLOCATION_BUDGET"] = 40
+    covered 90% where decided every 200 votes, benchmarks/coverage.py): the timer's
+    refresh waits for ALLOCATION_BUDGET votes per criterion; the command decides now."""
+    ctx.config["ALLOCATION_BUDGET"] = 20
     campaign = simulated
     rng = np.random.default_rng(6)
     world = simulator.World({image.id: 0.0 for image in db.session.scalars(select(Image))},
