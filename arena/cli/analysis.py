@@ -175,6 +175,10 @@ def rollup_votes_command():
     click.echo(f"this period's public figures taken: the online Elo, the campaign list and "
                f"{campaigns:,d} campaigns' progress")
     for name, decisions in allocation.refresh_all():
+        if not decisions:
+            click.echo(f"{name!r}: allocation kept (fewer than ALLOCATION_BUDGET new votes "
+                       "per criterion since it was decided)")
+            continue
         opened = sum(decision.opened for decision in decisions)
         settled = [d.criterion for d in decisions if d.allocation.done]
         click.echo(f"{name!r}: {opened:,d} comparisons open"

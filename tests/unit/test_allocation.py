@@ -255,7 +255,8 @@ def test_an_early_stopping_campaign_stops_serving_what_is_settled_and_then_itsel
     assert matchmaking.start_session(new_voter(), rng, "alignment").tasks
 
 
-def test_the_timer_decides_again_only_once_a_budget_of_votes_has_come_in(simulated, ctx):
+def test_the_timer_decides_again_only_once_a_budget_of_votes_has_come_in(simulated, ctx,
+                                                                        runner):
     """Deciding after every few votes makes the design chase the data's noise (intervals
     covered 90% where decided every 200 votes, benchmarks/coverage.py): the timer's
     refresh waits for ALLOCATION_BUDGET votes per criterion; the command decides now."""
@@ -265,6 +266,8 @@ def test_the_timer_decides_again_only_once_a_budget_of_votes_has_come_in(simulat
     world = simulator.World({image.id: 0.0 for image in db.session.scalars(select(Image))},
                             {}, np.zeros(4))
     clock = [utcnow() - timedelta(hours=1)]
+    campaign.allocation = "active"
+    db.session.commit()
     assert service.refresh(campaign, due_only=True)  # (never decided: due)
     cast = 0
     while cast < 19:
@@ -274,6 +277,7 @@ def test_the_timer_decides_again_only_once_a_budget_of_votes_has_come_in(simulat
                 simulator.answer(voter, task, "good", world, rng, clock)
                 cast += 1
     assert service.refresh(campaign, due_only=True) == []
+    assert "'Frequency': allocation kept" in runner.invoke(args=["votes", "rollup"]).output
     voter = new_voter()
     for task in matchmaking.start_session(voter, rng, "alignment").tasks:
         simulator.answer(voter, task, "good", world, rng, clock)
