@@ -141,6 +141,8 @@ def campaign_status_command(name):
                    + settled)
     rate = f"{p.votes_per_hour:.1f} votes/hour" if p.votes_per_hour else "no votes in 24 h"
     eta = f", about {p.eta_hours:.1f} h to go" if p.eta_hours is not None else ""
+    if p.campaign.early_stop and p.criteria and all(c.get("settled") for c in p.criteria):
+        eta = ", voting stopped: every order settled"
     click.echo(f"  {rate}{eta}; {p.voters} voters; gold pairs passed by "
                f"{p.validation['passed']} of {p.validation['voters']} voters who met one")
     if p.campaign.admission == "panel":

@@ -223,10 +223,12 @@ def test_an_unknown_allocation_is_refused(simulated):
     assert db.session.get(Campaign, campaign.id).allocation == "balanced"
 
 
-def test_an_early_stopping_campaign_stops_serving_what_is_settled_and_then_itself(simulated):
+def test_an_early_stopping_campaign_stops_serving_what_is_settled_and_then_itself(simulated,
+                                                                                 client, runner):
     """Models far apart: after the refresh every pair is settled, so its comparisons and the
     gold that hides among them are served to nobody, and a new voter finds nothing left;
-    a vote already in flight leaves its pair stopped. Without early stopping they come back."""
+    a vote already in flight leaves its pair stopped. The campaign's page and status say
+    voting has stopped. Without early stopping they come back."""
     campaign = simulated
     rng = np.random.default_rng(5)
     strength = {"model-0": 9.0, "model-1": 6.0, "model-2": 3.0, "model-3": 0.0}
@@ -252,6 +254,11 @@ def test_an_early_stopping_campaign_stops_serving_what_is_settled_and_then_itsel
         matchmaking.start_session(new_voter(), rng, "alignment")
     simulator.answer(*pending, "good", world, rng, clock)
     assert db.session.get(Comparison, pending[1].comparison_id).level == STOPPED
+    page = client.get("/campaigns/Frequency").get_data(as_text=True)
+    assert "Voting has stopped: every criterion" in page and "hours to completion" not in page
+    assert "its voting has stopped" in page and ">stopped</td>" in page
+    assert "voting stopped: every order settled" in runner.invoke(
+        args=["campaign", "status", "Frequency"]).output
     service.configure(campaign, "balanced", False)
     assert STOPPED not in set(db.session.scalars(select(Comparison.level)))
     assert matchmaking.start_session(new_voter(), rng, "alignment").tasks
