@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
+from scipy.special import ndtri, stdtrit
 
 from arena.ranking.bradley_terry import (
     ELO_CENTER,
@@ -121,7 +122,9 @@ def davidson_bootstrap(data, *, rounds: int = 1000, resample: str = "unit",
     refit Davidson's model each round. Data clustered two ways (voter and prompt) is
     resampled by voter, by prompt and by vote, ``rounds`` refits each: the covariance of the
     voters' rounds plus what the prompts' add over the votes' (Cameron, Gelbach and Miller;
-    clipped at none), and ``samples`` drawn from the normal of that covariance about the fit.
+    clipped at none), widened as Student's t with the fewer effective units of the two ways
+    widens the normal (as the instant intervals are), and ``samples`` drawn from the normal
+    of that covariance about the fit.
 
     Raises
     ------
@@ -174,6 +177,10 @@ def _two_way(data, rounds: int, rng, level: float) -> DavidsonIntervals:
         parts.append(np.cov(samples.T))
         failed += lost
     covariance = parts[0] + nearest_psd(parts[1] - parts[2])
+    effective = data.effective_units()
+    if effective > 1:  # Student's t with the effective units, as the instant intervals
+        q = 0.5 + level / 2.0
+        covariance = covariance * (stdtrit(max(effective - 1.0, 1.0), q) / ndtri(q)) ** 2
     point = davidson(*_matrices(data, data.ab, data.ba, data.tie)).log_strengths
     samples = rng.multivariate_normal(point, nearest_psd(covariance), size=rounds,
                                       method="eigh")
