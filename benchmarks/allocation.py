@@ -85,6 +85,7 @@ class Run:
     gold_auc: float  # how well the sessions each pair was put in tell gold (0.5: not at all)
     gold_band: tuple[float, float]  # where the AUC of a random labelling stays (99.9%)
     seconds: float
+    stopped: bool = False  # the campaign stopped itself (every order settled) before that
 
 
 @dataclass
@@ -196,13 +197,15 @@ def simulate(strategy: str, n_models: int, bad: float, seed: int, *, n_prompts: 
         clock = [utcnow() - timedelta(hours=2 + max_votes // 500)]
         cast, next_check, first, tau, covered = 0, check, None, 0.0, 0.0
         sessions = with_gold = 0
-        while cast < max_votes and first is None:
+        stopped = False
+        while cast < max_votes and first is None and not stopped:
             voter = new_voter()
             kind = "good" if rng.random() >= bad else KINDS[1 + rng.integers(3)]
-            for _ in range(min(12, int(rng.geometric(1 / 3)))):
+            for k in range(min(12, int(rng.geometric(1 / 3)))):
                 try:
                     session = matchmaking.start_session(voter, rng, "alignment")
-                except matchmaking.NoTasksAvailable:  # (this voter has seen every pair)
+                except matchmaking.NoTasksAvailable:  # (this voter has seen every pair,
+                    stopped = k == 0  # or, for a new one, the campaign has stopped itself)
                     break
                 sessions += 1
                 with_gold += any(t.comparison.is_validation for t in session.tasks)
@@ -224,7 +227,7 @@ def simulate(strategy: str, n_models: int, bad: float, seed: int, *, n_prompts: 
             tau, _, covered = judge(world)
         gold = frequency.snapshot(campaign_id, sessions, with_gold, rng, draws=200)
         return Run(strategy, n_models, bad, seed, first, cast, tau, covered, gold.auc,
-                   gold.auc_band, time.perf_counter() - started)
+                   gold.auc_band, time.perf_counter() - started, stopped)
 
 
 def _gold(runs: list[Run]) -> str:
@@ -263,14 +266,16 @@ def main() -> None:
                 needed = [r.votes if r.votes is not None else r.cast for r in runs]
                 mean = float(np.mean(needed))
                 base = mean if strategy == "balanced" else base
-                shown = ", ".join(f"{v:,d}" + ("" if r.votes is not None else "+")
+                shown = ", ".join(f"{v:,d}" + ("" if r.votes is not None
+                                                else "*" if r.stopped else "+")
                                   for v, r in zip(needed, runs, strict=True))
                 ratio = f"{mean / base:.2f}" if base else "-"
                 print(f"{n_models:>6} {bad:>4.0%} {strategy:<14} {shown:>24} {mean:>8,.0f} "
                       f"{ratio:>10} {np.mean([r.tau for r in runs]):>5.2f} "
                       f"{np.mean([r.covered for r in runs]):>8.0%} "
                       f"{_gold(runs):>19} {sum(r.seconds for r in runs):>5.0f}s", flush=True)
-    print("(+: not confident by --max-votes; the mean then counts the cap)")
+    print("(+: not confident by --max-votes; *: the campaign stopped itself, every order "
+          "settled, before the leaderboard's test was met; the mean then counts the votes cast)")
 
 
 if __name__ == "__main__":

@@ -65,7 +65,8 @@ def pair_z(data, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, RankSets]
     fit = bradley_terry(data.matrix())
     theta = fit.log_strengths
     n = len(theta)
-    found = sandwich.instant_intervals(data, fit, level=level, rng=np.random.default_rng(0))
+    found = sandwich.instant_intervals(data, fit, level=level, rng=np.random.default_rng(0),
+                                       few_units=True)  # (as the leaderboard: t, not normal)
     diagonal = np.diag(found.covariance)
     variance = diagonal[:, None] + diagonal[None, :] - 2 * found.covariance
     gap = np.abs(theta[:, None] - theta[None, :])

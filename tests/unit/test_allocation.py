@@ -170,7 +170,7 @@ def test_refresh_opens_only_the_unsettled_pairs_and_matchmaking_serves_them(simu
         {image.id: strength[image.model.name] for image in db.session.scalars(select(Image))},
         {}, np.zeros(4))
     clock = [utcnow() - timedelta(hours=3)]
-    for _ in range(60):
+    for _ in range(120):
         voter = new_voter()
         for _ in range(3):
             session = matchmaking.start_session(voter, rng, "alignment")

@@ -17,7 +17,7 @@ def test_the_campaign_simulator_prints_each_strategy():
          "--strategies", "balanced,active+stop"],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    rows = re.findall(r"^ +3 +20% (\S+) +([\d,]+\+?) +([\d,]+) +(\S+) +([\d.-]+) +(\d+)% "
+    rows = re.findall(r"^ +3 +20% (\S+) +([\d,]+[+*]?) +([\d,]+) +(\S+) +([\d.-]+) +(\d+)% "
                       r"+([\d.]+) \(([\d.]+)-([\d.]+)\) +\d+s$", done.stdout, flags=re.M)
     assert [row[0] for row in rows] == ["balanced", "active+stop"], done.stdout
     for _, _, mean, _, tau, covered, auc, low, high in rows:
