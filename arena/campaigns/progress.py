@@ -114,7 +114,9 @@ def progress(campaign: Campaign, now: datetime | None = None,
 
 def _mark_settled(campaign: Campaign, result: Progress, before: datetime | None) -> None:
     """For an active or early-stopping campaign, say per criterion and model pair whether
-    its order is settled, and about how many more votes it needs (arena.campaigns.allocation)."""
+    its order is settled, about how many more votes it needs, and which models' places are
+    settled (each surely behind the one above it and ahead of the one below), best first
+    (arena.campaigns.allocation)."""
     from arena.campaigns.allocation import states
 
     names = {m.id: m.name for m in campaign.models}
@@ -122,11 +124,15 @@ def _mark_settled(campaign: Campaign, result: Progress, before: datetime | None)
     for criterion, (model_ids, state) in states(campaign, before).items():
         pairs = {tuple(sorted((names[model_ids[i]], names[model_ids[j]])))
                  for i, j in zip(*np.nonzero(state.settled), strict=True)}
-        found[criterion] = (state, pairs)
+        order = state.order
+        placed = [[k + 1, names[model_ids[m]]] for k, m in enumerate(order)
+                  if (k == 0 or state.settled[order[k - 1], m])
+                  and (k == len(order) - 1 or state.settled[m, order[k + 1]])]
+        found[criterion] = (state, pairs, placed)
     for row in result.criteria:
         if row["criterion"] in found:
-            state = found[row["criterion"]][0]
-            row["settled"], row["to_settle"] = state.done, state.to_settle
+            state, _, placed = found[row["criterion"]]
+            row["settled"], row["to_settle"], row["placed"] = state.done, state.to_settle, placed
     for row in result.pairs:
         if row["criterion"] in found:
             row["settled"] = tuple(row["models"].split(" vs ")) in found[row["criterion"]][1]

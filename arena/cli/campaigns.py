@@ -133,9 +133,11 @@ def campaign_status_command(name):
     state = "published" if p.campaign.published_at else "not published"
     click.echo(f"{p.campaign.name} ({state}): {p.votes_total:,d} of {p.needed_total:,d} votes")
     for c in p.criteria:
+        placed = ", ".join(f"{name} #{place}" for place, name in c.get("placed", []))
         settled = {True: "; order settled" + (", voting stopped" if p.campaign.early_stop else ""),
                    False: f"; order not settled yet, about {c.get('to_settle', 0):,d} more "
-                          "votes"}.get(c.get("settled"), "")
+                          "votes" + (f"; places settled: {placed}" if placed else "")
+                   }.get(c.get("settled"), "")
         click.echo(f"  {c['criterion']:<11} {c['collected']:>8,d} / {c['needed']:,d} "
                    f"over {c['comparisons']:,d} comparisons, {c['skipped']:,d} skipped"
                    + settled)

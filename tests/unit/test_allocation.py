@@ -200,14 +200,17 @@ def test_refresh_opens_only_the_unsettled_pairs_and_matchmaking_serves_them(simu
     report = progress(campaign)
     (row,) = report.criteria
     assert row["settled"] is False and row["needed"] == row["comparisons"] * 26
+    placed = {name: place for place, name in row["placed"]}  # (places settled)
+    assert placed["model-0"] == 1 and "model-2" not in placed and "model-3" not in placed
     shown = {p["models"]: p["settled"] for p in report.pairs}
     assert shown["model-0 vs model-1"] and not shown["model-2 vs model-3"]
     page = client.get("/campaigns/Frequency").get_data(as_text=True)
     assert "the order is not settled yet: about" in page and "active allocation" in page
+    assert "Places settled: model-0 (#1)" in page
     said = runner.invoke(args=["campaign", "allocate", "Frequency"]).output
     assert "active allocation, early stopping on" in said and "settled" in said
-    assert "order not settled yet" in runner.invoke(
-        args=["campaign", "status", "Frequency"]).output
+    status = runner.invoke(args=["campaign", "status", "Frequency"]).output
+    assert "order not settled yet" in status and "places settled: model-0 #1" in status
     # back to balanced: every comparison its campaign target again
     service.configure(campaign, "balanced", False)
     targets = set(db.session.scalars(select(Comparison.target_votes)
