@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import ndtri, stdtrit
 
 from arena.ranking.bradley_terry import (
     ELO_CENTER,
@@ -23,6 +22,7 @@ from arena.ranking.bradley_terry import (
     is_strongly_connected,
 )
 from arena.ranking.elo import nearest_psd
+from arena.ranking.sandwich import t_widening
 
 
 @dataclass(frozen=True)
@@ -177,10 +177,7 @@ def _two_way(data, rounds: int, rng, level: float) -> DavidsonIntervals:
         parts.append(np.cov(samples.T))
         failed += lost
     covariance = parts[0] + nearest_psd(parts[1] - parts[2])
-    effective = data.effective_units()
-    if effective > 1:  # Student's t with the effective units, as the instant intervals
-        q = 0.5 + level / 2.0
-        covariance = covariance * (stdtrit(max(effective - 1.0, 1.0), q) / ndtri(q)) ** 2
+    covariance = covariance * t_widening(data.effective_units(), level)
     point = davidson(*_matrices(data, data.ab, data.ba, data.tie)).log_strengths
     samples = rng.multivariate_normal(point, nearest_psd(covariance), size=rounds,
                                       method="eigh")

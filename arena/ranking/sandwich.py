@@ -109,10 +109,18 @@ def instant_intervals(data, fit: BTResult, *, resample: str | None = None,
         covariance = (vectors * np.clip(values, 0.0, None)) @ vectors.T
     if few_units and resample == "unit":
         effective = data.effective_units() if effective is None else effective
-        if effective > 1:  # (one degree of freedom at least: t's tails are finite)
-            q = 0.5 + level / 2.0
-            covariance = covariance * (stdtrit(max(effective - 1.0, 1.0), q) / ndtri(q)) ** 2
+        covariance = covariance * t_widening(effective, level)
     return _summarise(fit, covariance, level, draws, rng, resample)
+
+
+def t_widening(effective: float, level: float) -> float:
+    """What a covariance is multiplied by for intervals as wide as Student's t with
+    ``effective - 1`` degrees of freedom (one at least: t's tails are finite) makes them,
+    instead of the normal's; 1 for a single unit or none."""
+    if effective <= 1:
+        return 1.0
+    q = 0.5 + level / 2.0
+    return float((stdtrit(max(effective - 1.0, 1.0), q) / ndtri(q)) ** 2)
 
 
 def _bread(n: int, data: PairCounts, curvature: np.ndarray, fit: BTResult) -> np.ndarray:

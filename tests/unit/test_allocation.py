@@ -150,6 +150,13 @@ def simulated(ctx):
     return db.session.get(Campaign, campaign_id)
 
 
+def _world(strength: dict[str, float]) -> simulator.World:
+    """The simulator's truth for the ``simulated`` campaign: each image as strong as its
+    model, no prompt effects."""
+    return simulator.World({image.id: strength[image.model.name]
+                            for image in db.session.scalars(select(Image))}, {}, np.zeros(4))
+
+
 def _models_of(comparison_id: int) -> tuple[str, str]:
     comparison = db.session.get(Comparison, comparison_id)
     return tuple(sorted((comparison.image_a.model.name, comparison.image_b.model.name)))
@@ -165,10 +172,7 @@ def test_refresh_opens_only_the_unsettled_pairs_and_matchmaking_serves_them(simu
     ctx.config["ALLOCATION_LEVEL"] = 0.999
     campaign = simulated
     rng = np.random.default_rng(4)
-    strength = {"model-0": 3.0, "model-1": 1.5, "model-2": 0.0, "model-3": 0.0}
-    world = simulator.World(
-        {image.id: strength[image.model.name] for image in db.session.scalars(select(Image))},
-        {}, np.zeros(4))
+    world = _world({"model-0": 3.0, "model-1": 1.5, "model-2": 0.0, "model-3": 0.0})
     clock = [utcnow() - timedelta(hours=3)]
     for _ in range(120):
         voter = new_voter()
@@ -234,10 +238,7 @@ def test_an_early_stopping_campaign_stops_serving_what_is_settled_and_then_itsel
     voting has stopped. Without early stopping they come back."""
     campaign = simulated
     rng = np.random.default_rng(5)
-    strength = {"model-0": 9.0, "model-1": 6.0, "model-2": 3.0, "model-3": 0.0}
-    world = simulator.World(
-        {image.id: strength[image.model.name] for image in db.session.scalars(select(Image))},
-        {}, np.zeros(4))
+    world = _world({"model-0": 9.0, "model-1": 6.0, "model-2": 3.0, "model-3": 0.0})
     clock = [utcnow() - timedelta(hours=3)]
     pending = None
     for k in range(60):
@@ -275,8 +276,7 @@ def test_the_timer_decides_again_only_once_a_budget_of_votes_has_come_in(simulat
     ctx.config["ALLOCATION_BUDGET"] = 20
     campaign = simulated
     rng = np.random.default_rng(6)
-    world = simulator.World({image.id: 0.0 for image in db.session.scalars(select(Image))},
-                            {}, np.zeros(4))
+    world = _world(dict.fromkeys(("model-0", "model-1", "model-2", "model-3"), 0.0))
     clock = [utcnow() - timedelta(hours=1)]
     campaign.allocation = "active"
     db.session.commit()
