@@ -172,9 +172,9 @@ def test_refresh_opens_only_the_unsettled_pairs_and_matchmaking_serves_them(simu
     ctx.config["ALLOCATION_LEVEL"] = 0.999
     campaign = simulated
     rng = np.random.default_rng(4)
-    world = _world({"model-0": 3.0, "model-1": 1.5, "model-2": 0.0, "model-3": 0.0})
+    world = _world({"model-0": 4.5, "model-1": 2.0, "model-2": 0.0, "model-3": 0.0})
     clock = [utcnow() - timedelta(hours=3)]
-    for _ in range(120):
+    for _ in range(180):
         voter = new_voter()
         for _ in range(3):
             session = matchmaking.start_session(voter, rng, "alignment")
