@@ -243,6 +243,8 @@ class Voter(db.Model):
     # keyed hash of (campaign, the panel's participant id): the panel id is the identity
     panel_key: Mapped[str | None] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # when the voter last changed their answers: the sliced rollups move their votes then
+    profile_at: Mapped[datetime | None] = mapped_column(DateTime, index=True)
     # held out of the rankings by an operator (arena votes suspects --hold): every vote of
     # theirs, past and to come, is flagged ``held``
     held_at: Mapped[datetime | None] = mapped_column(DateTime)
@@ -392,6 +394,45 @@ class RollupPromptCell(db.Model):
     winner_model_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     loser_model_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     votes: Mapped[int] = mapped_column(Integer)
+
+
+class RollupSlice(db.Model):
+    """One slice's counted votes (``field`` = ``value``, :mod:`arena.analysis.slices`) in
+    its criterion's :class:`RankingRollup`, summed as the rollup's are, to the same
+    watermark."""
+
+    __tablename__ = "rollup_slice"
+    criterion: Mapped[str] = mapped_column(String(20), primary_key=True)
+    field: Mapped[str] = mapped_column(String(20), primary_key=True)
+    value: Mapped[str] = mapped_column(String(120), primary_key=True)
+    voters: Mapped[int] = mapped_column(Integer, default=0)
+    moments: Mapped[bytes | None] = mapped_column(LargeBinary)  # as RankingRollup's
+
+
+class RollupSlicePrompt(db.Model):
+    """A prompt's counted votes in a :class:`RollupSlice`: int64 rows (comparison id,
+    winner id, loser id, 1 when the comparison's first image won, votes) as bytes (a
+    prompt's few hundred in one row)."""
+
+    __tablename__ = "rollup_slice_prompt"
+    criterion: Mapped[str] = mapped_column(String(20), primary_key=True)
+    field: Mapped[str] = mapped_column(String(20), primary_key=True)
+    value: Mapped[str] = mapped_column(String(120), primary_key=True)
+    prompt_id: Mapped[int] = mapped_column(Integer, primary_key=True)  # -1: none
+    cells: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class RollupSliceMember(db.Model):
+    """The slices a voter's votes of one criterion are rolled up in, by the voter's answers
+    and trust as they stood then: where a change of answers takes them from."""
+
+    __tablename__ = "rollup_slice_member"
+    criterion: Mapped[str] = mapped_column(String(20), primary_key=True)
+    voter_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    age_group: Mapped[str | None] = mapped_column(String(10))
+    gender: Mapped[str | None] = mapped_column(String(20))
+    continent: Mapped[str | None] = mapped_column(String(2))
+    trusted: Mapped[str | None] = mapped_column(String(3))
 
 
 class RollupComparison(db.Model):

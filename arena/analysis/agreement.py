@@ -1,7 +1,8 @@
 """Agreement per criterion (:mod:`arena.ranking.agreement`) over the votes a ranking counts:
 each ordinary comparison's votes for either image, from the rollup when the ranking takes
-every vote, from the log for a slice. Its cost grows with the comparisons, so the public
-board shows the figures the rollup timer took for the period (:func:`take_agreement`)."""
+every vote or one rolled-up slice (:mod:`arena.analysis.slices`), from the log for other
+slices. Its cost grows with the comparisons, so the public board shows the figures the
+rollup timer took for the period (:func:`take_agreement`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from datetime import datetime
 import numpy as np
 from sqlalchemy import func
 
-from arena.analysis import published, rollups
+from arena.analysis import published, rollups, slices
 from arena.analysis.tallies import Slice, vote_filter
 from arena.models import Vote
 from arena.ranking.agreement import Agreement, agreement
@@ -21,7 +22,8 @@ def criterion_agreement(criterion: str, slice_: Slice | None = None) -> Agreemen
     """Krippendorff's alpha and the majority share of ``criterion``'s votes in ``slice_``,
     with 95% intervals over comparisons (None with too few repeated comparisons)."""
     slice_ = slice_ or Slice()
-    found = None if slice_.active() else rollups.comparison_sides(criterion, slice_.as_of)
+    found = (slices.comparison_sides(criterion, slice_) if slice_.active()
+             else rollups.comparison_sides(criterion, slice_.as_of))
     counts = found if found is not None else sides(criterion, slice_)
     return agreement(counts)
 

@@ -16,7 +16,7 @@ import numpy as np
 from flask import current_app
 from sqlalchemy import select
 
-from arena.analysis import published, rollups
+from arena.analysis import published, rollups, slices
 from arena.analysis.agreement import criterion_agreement, published_agreement
 from arena.analysis.tallies import (
     TWO_WAY,
@@ -418,14 +418,17 @@ def rank_models(
     else:
         elo_now = online_elo(criterion)
     rolled = _rolled_up(criterion, method, slice_, cluster, margins, intervals, rounds)
+    if rolled is not None and public and slice_.active() and _too_few_voters(rolled, cluster):
+        return _withheld(criterion, method, slice_)
     if rolled is not None:
         ranking = rank_counts(
             rolled.names, rolled.counts, rounds=rounds, rng=rng, intervals=intervals,
             cluster=cluster, online_elo=elo_now, criterion=criterion, include_idle=include_idle)
         ranking.slice, ranking.as_of = _described(slice_), slice_.as_of
-        ranking.agreement = (published_agreement(criterion, slice_.as_of) if public
+        ranking.agreement = (published_agreement(criterion, slice_.as_of)
+                             if public and not slice_.active()
                              else criterion_agreement(criterion, slice_))
-        if public:
+        if public and not slice_.active():
             _published_leads(criterion, ranking)
         return ranking
     counted: Tally = tally(criterion, slice_, cluster=cluster, margins=margins)
@@ -454,14 +457,17 @@ def rank_models(
 def _rolled_up(criterion, method, slice_: Slice, cluster, margins, intervals, rounds
                ) -> Tally | None:
     """The counted votes from the rollup (:mod:`arena.analysis.rollups`) where it holds what
-    the ranking needs: every vote (no slice but the public cut-off), Bradley-Terry, and
-    intervals from voters' moments (the sandwich) or from the pooled votes; else None."""
-    if (method != "bt" or margins or slice_.active()
+    the ranking needs: every vote or one rolled-up slice (:mod:`arena.analysis.slices`)
+    besides the public cut-off, Bradley-Terry, and intervals from voters' moments (the
+    sandwich) or from the pooled votes; else None."""
+    sliced = slices.field_of(slice_)
+    if (method != "bt" or margins or (slice_.active() and sliced is None)
             or cluster not in ("voter", "none", TWO_WAY)
             or (cluster != "none" and intervals != "instant" and rounds > 0)):
         return None
     ids, names = models()
-    found = rollups.moments(criterion, ids, slice_.as_of)
+    found = (rollups.moments(criterion, ids, slice_.as_of) if sliced is None
+             else slices.moments(criterion, *sliced, ids, slice_.as_of))
     if found is None:
         return None
     counts = {"none": found.pooled(), "voter": replace(found, prompt_cross=None, n_prompts=0)
@@ -473,7 +479,8 @@ def _too_few_voters(counted: Tally, cluster: str) -> bool:
     if cluster not in ("voter", TWO_WAY):
         raise RankingError("the public pages resample voters", field="cluster")
     data = counted.counts
-    voters = len(np.unique(data.ways[0][data.unit])) if data.ways is not None else data.n_units
+    voters = (len(np.unique(data.ways[0][data.unit])) if getattr(data, "ways", None) is not None
+              else data.n_units)  # (moments' units are voters)
     return 0 < voters < current_app.config["PUBLIC_SLICE_MIN_VOTERS"]
 
 

@@ -45,7 +45,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
-from arena.analysis import published
+from arena.analysis import published, slices
 from arena.analysis.tallies import Slice, vote_filter
 from arena.config import CRITERIA
 from arena.extensions import db
@@ -115,25 +115,34 @@ class State:
         ``old_prompts``."""
         if not len(new):
             return self
-        parts = [self.cells, new, old, new_prompts, old_prompts]
-        cells, index = np.unique(np.concatenate([self.cells] + [p[:, 1:3] for p in parts[1:]]),
-                                 axis=0, return_inverse=True)
-        index = np.split(index.ravel(), np.cumsum([len(p) for p in parts])[:-1])
+        return self.replaced(old, np.concatenate([old, new]), old_prompts,
+                             np.concatenate([old_prompts, new_prompts]))
+
+    def replaced(self, old: np.ndarray, new: np.ndarray, old_prompts: np.ndarray,
+                 new_prompts: np.ndarray) -> State:
+        """This state with some voters' counts ``old`` (rows voter, winner, loser, count:
+        every cell of each of those voters) replaced by ``new``, and some prompts' counts
+        ``old_prompts`` by ``new_prompts`` (the same, per prompt)."""
+        parts = [old, new, old_prompts, new_prompts]
+        pairs = np.concatenate([self.cells] + [p[:, 1:3] for p in parts])
+        codes, index = np.unique(pairs[:, 0] << 32 | pairs[:, 1], return_inverse=True)
+        cells = np.column_stack([codes >> 32, codes & 0xFFFFFFFF])
+        index = np.split(index.ravel(),
+                         np.cumsum([len(self.cells)] + [len(p) for p in parts])[:-1])
         counts = np.zeros(len(cells))
         np.add.at(counts, index[0], self.counts)
-        np.add.at(counts, index[1], new[:, 3])
+        np.add.at(counts, index[2], new[:, 3])
+        np.add.at(counts, index[1], -old[:, 3])
         move = sparse.csr_matrix((np.ones(len(index[0])), (index[0], np.arange(len(index[0])))),
                                  shape=(len(cells), len(self.cells)))
         ways = []
-        for cross, fresh, before, rows, prior in (
-                (self.cross, index[1], index[2], new, old),
-                (self.prompt_cross, index[3], index[4], new_prompts, old_prompts)):
-            units = np.concatenate([prior[:, 0], rows[:, 0]])
-            after = cross_products(units, np.concatenate([before, fresh]),
-                                   np.concatenate([prior[:, 3], rows[:, 3]]), len(cells))
-            ways.append(move @ cross @ move.T + after
+        for cross, before, after, prior, rows in (
+                (self.cross, index[1], index[2], old, new),
+                (self.prompt_cross, index[3], index[4], old_prompts, new_prompts)):
+            ways.append(move @ cross @ move.T
+                        + cross_products(rows[:, 0], after, rows[:, 3], len(cells))
                         - cross_products(prior[:, 0], before, prior[:, 3], len(cells)))
-            ways.append(len(np.setdiff1d(np.unique(rows[:, 0]), prior[:, 0])))
+            ways.append(_units(rows) - _units(prior))
         return State(cells, counts, ways[0].tocsr(), self.voters + ways[1], ways[2].tocsr(),
                      self.prompts + ways[3])
 
@@ -151,14 +160,24 @@ class State:
                            self.prompt_cross[keep][:, keep].tocsr(), self.prompts)
 
 
+def sql_dialect():
+    """The dialect module whose ``insert`` takes ``on_conflict_do_update``."""
+    return postgresql if db.engine.dialect.name == "postgresql" else sqlite
+
+
+def _units(rows: np.ndarray) -> int:
+    """How many units (first column) hold votes in rows (unit, winner, loser, count)."""
+    return int(np.unique(rows[rows[:, 3] > 0, 0]).size)
+
+
 def _symmetric(value, row, col, size: int) -> sparse.csr_matrix:
     """The symmetric matrix whose upper triangle is stored."""
     upper = sparse.coo_matrix((value, (row, col)), shape=(size, size))
     return (upper + sparse.triu(upper, k=1).T).tocsr()
 
 
-def _window(criterion: str, row: RankingRollup, before: datetime | None,
-            last_id: int | None = None) -> list:
+def window(criterion: str, row: RankingRollup, before: datetime | None,
+           last_id: int | None = None) -> list:
     """WHERE clauses: the votes of ``criterion`` not in ``row``: stamped from its watermark
     on (and before ``before``), or stored after its last vote with an earlier stamp (a
     simulation's clock, an import); up to vote ``last_id`` when given."""
@@ -178,7 +197,7 @@ def _counted(criterion: str, row: RankingRollup, before: datetime | None,
     (prompt, winner, loser) for ``way=1`` (-1 for a comparison without a prompt)."""
     unit = (Vote.voter_id if way == 0 else func.coalesce(Comparison.prompt_id, -1)).label("unit")
     counted = (vote_filter(criterion, Slice(), join_prompt=way == 1).add_columns(unit)
-               .where(*_window(criterion, row, before, last_id),
+               .where(*window(criterion, row, before, last_id),
                       Vote.winner_model_id != Vote.loser_model_id)).subquery()
     keys = (counted.c.unit, counted.c.winner_model_id, counted.c.loser_model_id)
     return select(*keys, func.count().label("votes")).group_by(*keys)
@@ -270,6 +289,7 @@ def voter_counts(criterion: str, ids: list[int], as_of: datetime
 def reset() -> None:
     """Drop every rollup (not committed): the next :func:`refresh` builds them again from the
     log. For votes whose flags changed after they were rolled up (a voter held out)."""
+    slices.reset()
     for table in (RollupVoterCell, RollupPromptCell, RollupComparison, RollupCampaignVoter,
                   RankingRollup):
         db.session.execute(delete(table))
@@ -316,7 +336,7 @@ def _advance(criterion: str, target: datetime, batch: int) -> int | None:
     """Add the next batch of votes before ``target`` to ``criterion``'s rollup in one
     transaction; the number added, or None when the rollup has reached ``target``."""
     with write_transaction():
-        dialect = postgresql if db.engine.dialect.name == "postgresql" else sqlite
+        dialect = sql_dialect()
         db.session.execute(dialect.insert(RankingRollup).values(
             criterion=criterion, through=EPOCH, last_vote_id=0, voters=0,
             refreshed_at=utcnow())
@@ -329,12 +349,13 @@ def _advance(criterion: str, target: datetime, batch: int) -> int | None:
         end = _batch_end(criterion, row.through, target, batch)
         # (with count() beside it, max() is not planned as a scan down the primary key)
         last, _ = db.session.execute(select(func.max(Vote.id), func.count())
-                                     .where(*_window(criterion, row, end))).one()
+                                     .where(*window(criterion, row, end))).one()
         last = last or row.last_vote_id
         state, added = _state(criterion, row, end, last)
         for way in (0, 1):
             _store_cells(dialect, criterion, row, end, last, way)
         _store_counts(dialect, criterion, row, end, last)
+        slices.advance(criterion, row, end, last)
         row.moments, row.voters = state.dump(), state.voters
         row.through, row.refreshed_at = end, utcnow()
         row.last_vote_id = max(last, row.last_vote_id)
@@ -377,12 +398,12 @@ def _store_counts(dialect, criterion: str, row: RankingRollup, end: datetime,
                   last: int) -> None:
     """Add the batch's votes to the public counts: each comparison's votes that fill its
     quota, and each campaign voter's votes, gold answers and failed ones."""
-    window = _window(criterion, row, end, last)
+    votes = window(criterion, row, end, last)
     quota = dialect.insert(RollupComparison).from_select(
         ["criterion", "comparison_id", "votes", "first_votes"],
         select(literal(criterion), Vote.comparison_id, func.count(), first_votes())
         .join(Comparison, Comparison.id == Vote.comparison_id)
-        .where(*window, Vote.flags == 0).group_by(Vote.comparison_id))
+        .where(*votes, Vote.flags == 0).group_by(Vote.comparison_id))
     db.session.execute(quota.on_conflict_do_update(
         index_elements=["criterion", "comparison_id"],
         set_={"votes": RollupComparison.votes + quota.excluded.votes,
@@ -391,7 +412,7 @@ def _store_counts(dialect, criterion: str, row: RankingRollup, end: datetime,
         ["criterion", "campaign_id", "voter_id", "votes", "gold", "failed"],
         select(literal(criterion), Comparison.campaign_id, Vote.voter_id, *_answers())
         .join(Comparison, Comparison.id == Vote.comparison_id)
-        .where(*window, Comparison.campaign_id.is_not(None))
+        .where(*votes, Comparison.campaign_id.is_not(None))
         .group_by(Comparison.campaign_id, Vote.voter_id))
     db.session.execute(people.on_conflict_do_update(
         index_elements=["criterion", "campaign_id", "voter_id"],

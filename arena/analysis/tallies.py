@@ -136,7 +136,7 @@ def vote_filter(criterion: str, slice_: Slice, join_voter: bool = False,
         if slice_.trusted_only and slice_.as_of is None:
             query = query.where(Voter.validations_passed > 0, Voter.validations_failed == 0)
         elif slice_.trusted_only:
-            query = query.where(Voter.id.in_(_trusted_before(slice_.as_of)))
+            query = query.where(Voter.id.in_(trusted_before(slice_.as_of)))
     if slice_.category is not None or join_prompt:
         query = query.join(Comparison, Comparison.id == Vote.comparison_id)
     if slice_.category is not None:
@@ -153,7 +153,7 @@ def vote_filter(criterion: str, slice_: Slice, join_voter: bool = False,
     return query
 
 
-def _trusted_before(as_of: datetime):
+def trusted_before(as_of: datetime):
     """The voters who had answered a gold pair before ``as_of`` and never wrongly: trust as
     it stood then (the voters' counters move with every gold answer since)."""
     wrong = func.max(case((Vote.correct.is_(False), 1), else_=0))

@@ -14,7 +14,7 @@ from arena.errors import Forbidden, Invalid, Unauthorized
 from arena.extensions import db
 from arena.infra.database import param
 from arena.infra.secrets import hash_token, new_token
-from arena.models import Vote, Voter
+from arena.models import Vote, Voter, utcnow
 
 UNDISCLOSED = "undisclosed"  # "prefer not to say"
 AGE_GROUPS = ("18-29", "30-39", "40-49", "50-64", "65+")
@@ -122,7 +122,10 @@ def answer_count(voter: Voter) -> int:
 
 def update_demographics(voter: Voter, demographics: dict | None) -> None:
     """Replace a voter's answers with newly given ones (not committed)."""
-    for key, val in clean_demographics(demographics).items():
+    fields = clean_demographics(demographics)
+    if any(getattr(voter, key) != val for key, val in fields.items()):
+        voter.profile_at = utcnow()  # (the sliced rollups move the voter's votes)
+    for key, val in fields.items():
         setattr(voter, key, val)
 
 

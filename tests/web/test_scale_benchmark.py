@@ -26,6 +26,8 @@ def test_the_scale_benchmark_prints_every_figure_at_each_size():
     for size in ("2,000", "4,000"):
         assert re.search(rf"^{size} votes \(log grown in \d+ s\)", out, flags=re.M), out
     for figure in (r"GET /leaderboard, whole log +\d+ ms", r"GET /leaderboard, rollup +\d+ ms",
+                   r"the same, continent=EU, log +\d+ ms",
+                   r"the same, continent=EU, rollup +\d+ ms",
                    r"arena rank --intervals instant +[\d.]+ s",
                    r"rollup built from the log +[\d.]+ s +\([\d,]+ votes/s\)",
                    r"rollup refresh, [\d,]+ new votes +\d+ ms",
