@@ -153,7 +153,15 @@ class Defaults:
     RATE_LIMIT_VOTES = "600/hour"
     RATE_LIMIT_NETWORK_SESSIONS = "600/hour"
     RATE_LIMIT_NETWORK_VOTES = "6000/hour"
-    RATE_LIMIT_NEW_VOTERS = "30/hour"  # new identities per network, on every route
+    # new identities per network, on every route: at most a third of the hour's at once
+    RATE_LIMIT_NEW_VOTERS = "30/hour;10/10minute"
+    # Past that budget, a newcomer whose page answers a proof of work (a few seconds of a
+    # phone's work; arena.web.proof) is let in on a budget of its own: a classroom or a
+    # carrier's shared address is not turned away. Off unless the operator turns it on.
+    NEW_VOTER_PROOF = False
+    NEW_VOTER_PROOF_PREFIX = "0000"  # hex digits the answer's hash starts with: 65,536 tries
+    NEW_VOTER_PROOF_MINUTES = 10  # a challenge's life
+    RATE_LIMIT_PROVEN_VOTERS = "60/hour;20/10minute"
     RATE_LIMIT_UPLOADS = "5000/hour"
     RATE_LIMIT_SIGN_IN = "20/hour"  # owner and operator sign-in forms, per network
     # seconds one upload request (the form without JavaScript posts every file at once)

@@ -25,6 +25,7 @@ from arena.errors import (
 )
 from arena.extensions import db
 from arena.infra.database import database_outage
+from arena.web import proof
 from arena.web.limits import NewVotersWait
 from arena.web.requests import is_htmx
 
@@ -99,12 +100,18 @@ def register(app: Flask) -> None:
         newcomer = isinstance(exc, NewVotersWait)
         message = ("Too many new visitors from your network right now." if newcomer
                    else "Too many requests, please slow down.")
+        # a newcomer from a busy network may prove work instead of waiting (arena.web.proof)
+        challenge = proof.challenge() if newcomer and proof.enabled() else None
         if wants_json():
             extra = {"retry_after_ms": wait * 1000} if wait else {}
+            if challenge:
+                extra["proof_challenge"] = challenge
             return jsonify(error=message, **extra), 429
         template = "_error_card.html" if is_htmx() else "error.html"
         return render_template(template, status=429, message=message, wait_minutes=(
-            -(-wait // 60) if wait else None), new_identity=newcomer), 429
+            -(-wait // 60) if wait else None), new_identity=newcomer, challenge=challenge,
+            resend={k: v for k, v in request.form.items() if k not in (proof.FIELD,
+                                                                       "csrf_token")}), 429
 
     @app.errorhandler(413)
     def too_large(exc):

@@ -42,6 +42,7 @@ from werkzeug.exceptions import TooManyRequests
 
 from arena.errors import Unavailable
 from arena.infra.network import network_hash
+from arena.web import proof
 from arena.web.requests import bearer_token, request_voter
 
 log = logging.getLogger(__name__)
@@ -172,16 +173,16 @@ def _window_end(store: Storage, bucket: str) -> float:
         return time.time() + 1
 
 
-def _limited(setting: str, key_func, scope: str | None = None, exempt_when=None):
+def _limited(setting: str, key_func):
     def decorator(view):
         # the setting too: a per-voter limit keyed on the network (no identity yet) and the
         # per-network limit of the same route and amount must not share a bucket
-        bucket = scope or f"{view.__module__}.{view.__name__}/{setting}"
+        bucket = f"{view.__module__}.{view.__name__}/{setting}"
 
         @wraps(view)
         def wrapped(*args, **kwargs):
             config = current_app.config
-            if config.get("RATELIMIT_ENABLED", True) and not (exempt_when and exempt_when()):
+            if config.get("RATELIMIT_ENABLED", True):
                 check(config[setting], key_func(), bucket)
             return view(*args, **kwargs)
 
@@ -228,6 +229,21 @@ def per_voter(setting: str):
 def new_identity(returning=None):
     """The new-identity limit: counted unless the request carries an existing voter's
     identity, or ``returning()`` (a route's own test that it names an existing voter, in
-    place of the identity the request carries) says so."""
-    return _limited("RATE_LIMIT_NEW_VOTERS", network_key, scope="new-identity",
-                    exempt_when=returning or has_identity)
+    place of the identity the request carries) says so. A newcomer with a proof of work
+    (:mod:`arena.web.proof`) is counted on the network's budget of proven newcomers."""
+    existing = returning or has_identity
+
+    def decorator(view):
+        @wraps(view)
+        def wrapped(*args, **kwargs):
+            config = current_app.config
+            if config.get("RATELIMIT_ENABLED", True) and not existing():
+                if proof.proven():
+                    check(config["RATE_LIMIT_PROVEN_VOTERS"], network_key(), "proven-identity")
+                else:
+                    check(config["RATE_LIMIT_NEW_VOTERS"], network_key(), "new-identity")
+            return view(*args, **kwargs)
+
+        return wrapped
+
+    return decorator

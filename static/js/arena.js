@@ -8,7 +8,8 @@
 // - an image's enlarge button opens a full-screen view (pinch to zoom, swipe or "Other
 //   image" for the other one, Close or Escape to go back);
 // - the leaderboard's criterion tabs carry the filters chosen on the page;
-// - a card whose request got no answer (server error, no network) says so.
+// - a card whose request got no answer (server error, no network) says so;
+// - a newcomer refused for a busy network can answer a proof of work instead of waiting.
 (function () {
   "use strict";
 
@@ -203,6 +204,53 @@
       button.disabled = true;
       button.setAttribute("aria-busy", "true");
       button.textContent = "Preparing your images…";
+    });
+  });
+
+  // A newcomer from a busy network proves work instead of waiting (arena/web/proof.py): the
+  // server's ALTCHA challenge (PoW v2, iterated SHA-256) is answered here, then the request
+  // that was refused is sent again with the answer. WebCrypto needs https (or localhost).
+  function hex(bytes) {
+    return Array.from(bytes, function (b) { return b.toString(16).padStart(2, "0"); }).join("");
+  }
+  function bytes(text) {
+    return Uint8Array.from(text.match(/../g) || [], function (b) { return parseInt(b, 16); });
+  }
+  async function solve(challenge) {
+    var p = challenge.parameters, nonce = bytes(p.nonce), salt = bytes(p.salt);
+    var data = new Uint8Array(salt.length + nonce.length + 4);
+    data.set(salt);
+    data.set(nonce, salt.length);
+    var view = new DataView(data.buffer);
+    for (var counter = 0; counter < 4294967296; counter++) {
+      view.setUint32(salt.length + nonce.length, counter);
+      var key = data;
+      for (var i = 0; i < Math.max(1, p.cost); i++) {
+        key = new Uint8Array(await crypto.subtle.digest("SHA-256", key));
+      }
+      var derived = hex(key.slice(0, p.keyLength));
+      if (derived.startsWith(p.keyPrefix)) {
+        return {challenge: challenge, solution: {counter: counter, derivedKey: derived}};
+      }
+    }
+    return null;
+  }
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.dataset || !form.dataset.proof || form.elements.arena_proof.value) return;
+    event.preventDefault();
+    var status = form.querySelector("[data-proof-status]");
+    var button = form.querySelector("button[type=submit]");
+    if (!window.crypto || !crypto.subtle) {
+      status.textContent = form.dataset.insecure;
+      return;
+    }
+    button.disabled = true;
+    button.setAttribute("aria-busy", "true");
+    status.textContent = form.dataset.working;
+    solve(JSON.parse(form.dataset.proof)).then(function (payload) {
+      form.elements.arena_proof.value = btoa(JSON.stringify(payload));
+      form.submit();
     });
   });
 

@@ -38,3 +38,35 @@ def test_a_vote_over_the_limit_shows_a_card_in_place(app, live_server, browser, 
     phone.wait_for_url(live_server + "/")
     context.close()
     assert len(problems) == 1 and "status of 429" in problems[0], problems
+
+
+def test_a_newcomer_from_a_busy_network_goes_on_by_proving_work(app, live_server, browser,
+                                                                 tmp_path):
+    """The network's new-identity budget spent (one, here), the operator's proof of work on:
+    the refusal page offers to go on without waiting; the phone answers the challenge in
+    this page's JavaScript and the voter's first card follows, their answers kept."""
+    app.config.update(VALIDATION_RATE=0.0, RATELIMIT_ENABLED=True, NEW_VOTER_PROOF=True,
+                      RATE_LIMIT_NEW_VOTERS="1/hour")
+    with app.app_context():
+        make_campaign(gold=False)
+    first = browser.new_context(**PHONE)
+    page = first.new_page()
+    page.goto(live_server + "/")
+    page.get_by_role("button", name="Start").tap()
+    page.wait_for_url("**/s/*")
+    first.close()
+
+    context = browser.new_context(**PHONE)
+    phone = context.new_page()
+    problems = []
+    phone.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
+    phone.on("pageerror", lambda exc: problems.append(str(exc)))
+    phone.goto(live_server + "/")
+    phone.get_by_role("button", name="Start").tap()
+    expect(phone.get_by_role("heading", name="Too many requests")).to_be_visible()
+    phone.screenshot(path=str(tmp_path / "busy-network.png"), full_page=True)
+    phone.get_by_role("button", name="Go on without waiting").tap()
+    phone.wait_for_url("**/s/*", timeout=60_000)
+    expect(phone.locator("form.task")).to_be_visible()
+    context.close()
+    assert len(problems) == 1 and "status of 429" in problems[0], problems
