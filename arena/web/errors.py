@@ -110,7 +110,7 @@ def register(app: Flask) -> None:
         template = "_error_card.html" if is_htmx() else "error.html"
         return render_template(template, status=429, message=message, wait_minutes=(
             -(-wait // 60) if wait else None), new_identity=newcomer, challenge=challenge,
-            resend={k: v for k, v in request.form.items() if k not in (proof.FIELD,
+            resend={k: v for k, v in request.values.items() if k not in (proof.FIELD,
                                                                        "csrf_token")}), 429
 
     @app.errorhandler(413)

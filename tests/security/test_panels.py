@@ -3,8 +3,10 @@ identity whatever the browser, and they leave with the completion code."""
 
 from __future__ import annotations
 
+import json
 import re
 
+import altcha
 import numpy as np
 import pytest
 from sqlalchemy import func, select, update
@@ -284,3 +286,27 @@ def test_a_join_link_draws_on_the_networks_one_identity_budget(two_campaigns, ap
     holder.get(f"/join/{key}", query_string={"PROLIFIC_PID": "returning"})
     assert holder.get(f"/join/{key}", query_string={
         "PROLIFIC_PID": "someone-new"}).status_code == 429
+
+
+def test_a_panel_participant_from_a_busy_network_goes_on_by_proving_work(two_campaigns, app):
+    """A study run from one lab's network: past the network's budget, the join link's
+    refusal offers the proof of work with the participant's link kept; answered, they are
+    admitted as the participant their id names."""
+    key, _ = two_campaigns
+    app.config.update(RATELIMIT_ENABLED=True, RATE_LIMIT_NEW_VOTERS="1/hour",
+                      NEW_VOTER_PROOF=True)
+    assert join(app, key, pid="first")[1].status_code == 303
+    client, refused = join(app, key, pid="second")
+    assert refused.status_code == 429
+    page = refused.get_data(as_text=True)
+    assert 'method="get"' in page and 'name="PROLIFIC_PID" value="second"' in page
+    start = page.index('data-proof="') + len('data-proof="')
+    made = altcha.Challenge.from_dict(json.loads(
+        page[start:page.index('"', start)].replace("&#34;", '"')))
+    answer = altcha.Payload(made, altcha.solve_challenge(made)).to_base64()
+    admitted = client.get(f"/join/{key}", query_string={
+        "PROLIFIC_PID": "second", "STUDY_ID": "s1", "SESSION_ID": "x9", "arena_proof": answer})
+    assert admitted.status_code == 303
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Voter)
+                                 .where(Voter.panel_key.is_not(None))) == 2
