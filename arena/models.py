@@ -245,6 +245,9 @@ class Voter(db.Model):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     # when the voter last changed their answers: the sliced rollups move their votes then
     profile_at: Mapped[datetime | None] = mapped_column(DateTime, index=True)
+    # a keyed hash of the network the voter was first seen on (arena.infra.network, never
+    # the address): the farm screen looks at the voters of one network together
+    network: Mapped[str | None] = mapped_column(String(32))
     # held out of the rankings by an operator (arena votes suspects --hold): every vote of
     # theirs, past and to come, is flagged ``held``
     held_at: Mapped[datetime | None] = mapped_column(DateTime)

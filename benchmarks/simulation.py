@@ -724,3 +724,24 @@ def farm_study(seed: int, farm: int = 30, farm_votes: int = 60, honest: int = 60
                                     units=np.concatenate(units))
     # (units are numbered in label order: the farm's, labelled last, are the last ones)
     return data, np.arange(data.n_units - farm, data.n_units), target
+
+
+def networks(n_units: int, farm: np.ndarray, seed: int, shared: int = 10,
+             sizes: tuple[int, int] = (10, 40), farm_networks: int = 1,
+             hide: bool = False) -> np.ndarray:
+    """Each unit's network (benchmarks/favouritism.py): ``shared`` networks of ``sizes``
+    honest voters each (a university, a carrier's NAT), every other honest voter alone on
+    theirs; the farm split over ``farm_networks`` networks of its own, or with ``hide``
+    inside the shared ones (one each, in turn)."""
+    rng = np.random.default_rng(seed + 7919)
+    group = np.arange(n_units) + shared + farm_networks  # (alone: a network of one)
+    honest = np.setdiff1d(np.arange(n_units), farm)
+    members = rng.permutation(honest)
+    start = 0
+    for g in range(shared):
+        size = int(rng.integers(sizes[0], sizes[1] + 1))
+        group[members[start:start + size]] = g
+        start += size
+    for k, unit in enumerate(farm):
+        group[unit] = (k % max(shared, 1)) if hide else shared + k % farm_networks
+    return group

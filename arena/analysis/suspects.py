@@ -1,5 +1,6 @@
 """Voters whose votes favour one model beyond what the crowd's strengths predict
-(:mod:`arena.ranking.favouritism`), for an operator to review, and to hold out: a held
+(:mod:`arena.ranking.favouritism`), alone or with the other voters of their network, for an
+operator to review, and to hold out: a held
 voter's votes, past and to come, are flagged ``held`` and count nowhere (the rollups are
 built again and the online Elo and counters replayed); released, they count again."""
 
@@ -19,7 +20,7 @@ from arena.extensions import db
 from arena.infra.database import write_transaction
 from arena.models import Vote, Voter, utcnow
 from arena.ranking import PairCounts, bradley_terry
-from arena.ranking.favouritism import favouritism
+from arena.ranking.favouritism import favouritism, groups
 from arena.voting import votes
 from arena.voting.flags import HELD
 
@@ -32,6 +33,7 @@ class Suspect:
     z: float  # how far beyond the crowd (about standard normal for a voter like the crowd)
     gold_passed: int
     gold_failed: int
+    network: bool = False  # named because their network's voters favour the model together
 
 
 def suspects(criterion: str, slice_: Slice | None = None, alpha: float = 0.01,
@@ -53,13 +55,30 @@ def suspects(criterion: str, slice_: Slice | None = None, alpha: float = 0.01,
         earlier = tally(criterion, Slice(as_of=reference), cluster="none").counts.matrix()
         crowd = earlier if earlier.sum() > 0 else crowd
     found = favouritism(data, bradley_terry(crowd), alpha)
-    flagged = found.flagged
+    named = {int(u): (int(found.favoured[u]), False) for u in found.flagged}
+    # a farm spread thin over identities on one network, each too short to stand out alone
+    together = groups(found, _networks(voters), alpha)
+    by_network = sorted(together.members.items(), key=lambda um: -found.z[um[0], um[1]])
+    for u, m in by_network:
+        named.setdefault(u, (m, True))
     people = {v.id: v for v in db.session.scalars(
-        select(Voter).where(Voter.id.in_(voters[flagged].tolist())))}
-    return [Suspect(people[int(voters[u])].public_id, int(found.votes[u]),
-                    names[int(found.favoured[u])], float(found.z[u].max()),
-                    people[int(voters[u])].validations_passed,
-                    people[int(voters[u])].validations_failed) for u in flagged]
+        select(Voter).where(Voter.id.in_(voters[list(named)].tolist())))}
+    return [Suspect(people[int(voters[u])].public_id, int(found.votes[u]), names[m],
+                    float(found.z[u, m]), people[int(voters[u])].validations_passed,
+                    people[int(voters[u])].validations_failed, network)
+            for u, (m, network) in named.items()]
+
+
+def _networks(voters: np.ndarray) -> np.ndarray:
+    """Each voter's network as a number (voters of one network alike), -1 where unknown."""
+    known: dict[int, str] = {}
+    ids = voters.tolist()
+    for start in range(0, len(ids), 5_000):  # (SQLite's limit on parameters)
+        known.update(db.session.execute(select(Voter.id, Voter.network).where(
+            Voter.id.in_(ids[start:start + 5_000]), Voter.network.is_not(None))).all())
+    labels = sorted(set(known.values()))
+    number = {label: k for k, label in enumerate(labels)}
+    return np.array([number.get(known.get(v), -1) for v in ids], dtype=np.int64)
 
 
 def _per_voter(criterion: str, ids: list[int], slice_: Slice):

@@ -141,9 +141,9 @@ def participant_from(params) -> str:
                   "participant id.", field="participant")
 
 
-def admit(join_key: str, params) -> Voter:
+def admit(join_key: str, params, network: str | None = None) -> Voter:
     """The voter for the participant a join link names: the same one every time they come
-    back, voting in the campaign's pool. Commits.
+    back, voting in the campaign's pool (a new one first seen on ``network``). Commits.
 
     Raises NotFound, PanelPreview or Invalid (see campaign_for, participant_from)."""
     campaign = campaign_for(join_key)
@@ -151,7 +151,8 @@ def admit(join_key: str, params) -> Voter:
     key = _participant_key(campaign, participant)
     voter = db.session.scalar(select(Voter).where(Voter.panel_key == key))
     if voter is None:
-        voter = Voter(public_id=secrets.token_hex(8), panel_key=key, pool=campaign.id)
+        voter = Voter(public_id=secrets.token_hex(8), panel_key=key, pool=campaign.id,
+                      network=network)
         db.session.add(voter)
         db.session.commit()
     return voter

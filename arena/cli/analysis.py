@@ -197,9 +197,9 @@ def rollup_votes_command():
 @with_appcontext
 def suspects_command(criterion, alpha, hold):
     """Voters who favour one model beyond what the crowd's strengths predict, together (a
-    farm's identities voting their model up), most extreme first: their public id, votes,
-    the model and how far (z, about standard normal for a voter like the crowd), and their
-    gold answers."""
+    farm's identities voting their model up, or the voters of one network), most extreme
+    first: their public id, votes, the model and how far (z, about standard normal for a
+    voter like the crowd), and their gold answers."""
     from arena.analysis import suspects as screen
 
     found = screen.suspects(criterion, alpha=alpha)
@@ -209,7 +209,8 @@ def suspects_command(criterion, alpha, hold):
         click.echo(f"{'voter':34} {'votes':>6}  {'model':24} {'z':>6}  gold right/wrong")
     for s in found:
         click.echo(f"{s.public_id:34} {s.votes:>6,d}  {s.model[:24]:24} {s.z:6.1f}  "
-                   f"{s.gold_passed}/{s.gold_failed}")
+                   f"{s.gold_passed}/{s.gold_failed}"
+                   + ("  (with their network's voters)" if s.network else ""))
     if hold and found:
         _held(screen.hold, [s.public_id for s in found], "held out")
 

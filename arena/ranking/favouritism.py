@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import bdtrc, expit, ndtr
+from scipy.special import bdtrc, expit, ndtr, ndtri
 
 from arena.ranking.bradley_terry import BTResult
 from arena.ranking.pairs import PairCounts
@@ -37,6 +37,7 @@ class Favouritism:
     votes: np.ndarray
     level: float
     targeted: np.ndarray
+    met: np.ndarray  # [u, m]: u had enough games with m for a z
 
     @property
     def flagged(self) -> np.ndarray:
@@ -84,4 +85,63 @@ def favouritism(data: PairCounts, fit: BTResult, alpha: float = 0.01,
     # (P(K >= k) for K binomial over the model's voters at the usual share)
     tail = bdtrc(np.maximum(above - 1, 0), voters, usual)
     targeted = (above > 0) & (tail < alpha / max(data.n_items, 1))
-    return Favouritism(z, data.unit_totals(), level, targeted)
+    return Favouritism(z, data.unit_totals(), level, targeted, met)
+
+
+@dataclass(frozen=True)
+class Groups:
+    """``t[g, m]``: how far group g's members together favour model m beyond the crowd's
+    spread of voters' z; ``flagged``: the (group, model) cells past the level;
+    ``members``: the units named through them (their own z for the model past
+    ``member_level``), each with its model."""
+
+    t: np.ndarray
+    level: float
+    flagged: list[tuple[int, int]]
+    members: dict[int, int]
+
+
+def groups(found: Favouritism, group: np.ndarray, alpha: float = 0.01,
+           min_members: int = 3, member_level: float = 2.0) -> Groups:
+    """Groups of units (``group[u]``, -1 for none: voters on one network) whose members
+    favour one model together. A farm spread thin over many identities, each too short to
+    stand out alone, still moves its network's members the same way. Under the null a
+    group's members are like any voters, so the sum of their z for m over the root of their
+    number, centred and scaled by the crowd's median and spread of z for m (robust: the
+    median absolute deviation, which a farm's few cannot move), is about standard normal; a
+    cell is flagged past the normal's ``alpha`` tail shared by every cell (groups of
+    ``min_members`` or more, with a z, times models). Its members past ``member_level`` are
+    named."""
+    if not 0 < alpha < 1:
+        raise ValueError("alpha must be between 0 and 1")
+    n_groups = int(group.max(initial=-1)) + 1
+    shape = (n_groups, found.z.shape[1])
+    known = group >= 0
+    total, count = np.zeros(shape), np.zeros(shape)
+    for m in range(shape[1]):
+        use = known & found.met[:, m]
+        np.add.at(total[:, m], group[use], found.z[use, m])
+        np.add.at(count[:, m], group[use], 1)
+    centre = np.array([np.median(found.z[found.met[:, m], m]) if found.met[:, m].any()
+                       else 0.0 for m in range(shape[1])])
+    spread = np.array([_mad(found.z[found.met[:, m], m]) for m in range(shape[1])])
+    scale = np.sqrt(count) * spread
+    tested = count >= min_members
+    t = np.divide(total - count * centre, scale, out=np.zeros(shape),
+                  where=tested & (scale > 0))
+    level = float(ndtri(1 - alpha / max(int(tested.sum()), 1)))
+    flagged = [(int(g), int(m)) for g, m in zip(*np.nonzero(tested & (t > level)),
+                                                strict=True)]
+    members: dict[int, int] = {}
+    for g, m in flagged:
+        for u in np.flatnonzero((group == g) & found.met[:, m] & (found.z[:, m] > member_level)):
+            members.setdefault(int(u), m)
+    return Groups(t, level, flagged, members)
+
+
+def _mad(values: np.ndarray) -> float:
+    """The median absolute deviation about the median, scaled to the normal's sd (1 with
+    fewer than 10 values: too few to say)."""
+    if values.size < 10:
+        return 1.0
+    return float(1.4826 * np.median(np.abs(values - np.median(values)))) or 1.0

@@ -101,14 +101,17 @@ def _answer(raw: dict, field: str) -> str | None:
     return value.strip()
 
 
-def create_voter(demographics: dict | None = None, *, with_token: bool = False):
-    """Add a new voter (not committed). Returns (voter, token or None); only the token's
-    hash is stored, so the token can be shown once."""
+def create_voter(demographics: dict | None = None, *, with_token: bool = False,
+                 network: str | None = None):
+    """Add a new voter (not committed), first seen on ``network`` (a keyed hash,
+    :func:`arena.infra.network.network_hash`). Returns (voter, token or None); only the
+    token's hash is stored, so the token can be shown once."""
     fields = clean_demographics(demographics)
     token = new_token() if with_token else None
     voter = Voter(
         public_id=secrets.token_hex(8),
         token_hash=hash_token(token) if token else None,
+        network=network,
         **fields,
     )
     db.session.add(voter)
@@ -163,9 +166,11 @@ def voter_query(kind: str):
     return select(Voter).where(column == param("p_key", column))
 
 
-def identify_by_cookie(public_id: str | None, demographics: dict | None = None) -> Voter:
-    """The voter whose cookie carries ``public_id``, or a new one. ``demographics``, when
-    given, replace their answers. Commits what changed.
+def identify_by_cookie(public_id: str | None, demographics: dict | None = None,
+                       network: str | None = None) -> Voter:
+    """The voter whose cookie carries ``public_id``, or a new one (first seen on
+    ``network``). ``demographics``, when given, replace their answers. Commits what
+    changed.
 
     Raises
     ------
@@ -174,7 +179,7 @@ def identify_by_cookie(public_id: str | None, demographics: dict | None = None) 
     """
     voter = voter_by_public_id(public_id)
     if voter is None:
-        voter, _ = create_voter(demographics)
+        voter, _ = create_voter(demographics, network=network)
     elif demographics is not None:
         update_demographics(voter, demographics)
     if voter in db.session.new or voter in db.session.dirty:
@@ -182,10 +187,11 @@ def identify_by_cookie(public_id: str | None, demographics: dict | None = None) 
     return voter
 
 
-def identify_by_token(token: str | None, demographics: dict | None = None
-                      ) -> tuple[Voter, str | None]:
-    """API voters. Without ``token``: a new voter and its token (returned this once). With
-    one: the voter holding it. ``demographics``, when given, replace the answers. Commits.
+def identify_by_token(token: str | None, demographics: dict | None = None,
+                      network: str | None = None) -> tuple[Voter, str | None]:
+    """API voters. Without ``token``: a new voter (first seen on ``network``) and its token
+    (returned this once). With one: the voter holding it. ``demographics``, when given,
+    replace the answers. Commits.
 
     Raises
     ------
@@ -195,7 +201,7 @@ def identify_by_token(token: str | None, demographics: dict | None = None
         Before anything is written.
     """
     if not token:
-        voter, new = create_voter(demographics, with_token=True)
+        voter, new = create_voter(demographics, with_token=True, network=network)
         db.session.commit()
         return voter, new
     voter = require_voter(token)

@@ -35,6 +35,7 @@ from arena.web.requests import (
     flag_arg,
     int_arg,
     json_body,
+    request_network,
     request_voter,
 )
 
@@ -136,7 +137,8 @@ def create_session():
     criterion = body.get("criterion")
     if criterion is not None:
         check_criterion(criterion)
-    voter, new_token = voters.identify_by_token(bearer_token(), body.get("demographics"))
+    voter, new_token = voters.identify_by_token(bearer_token(), body.get("demographics"),
+                                                 network=request_network())
     voter_id = voter.public_id  # (read before the session's commit expires it)
     voting_session = matchmaking.issue_shown_session(voter, np.random.default_rng(), criterion)
     payload = {

@@ -15,7 +15,14 @@ from arena.web.charts import psychometric_chart
 from arena.web.errors import renders_errors
 from arena.web.images import image_url
 from arena.web.owner import current_owner
-from arena.web.requests import choice_arg, float_arg, int_arg, is_htmx, request_voter
+from arena.web.requests import (
+    choice_arg,
+    float_arg,
+    int_arg,
+    is_htmx,
+    request_network,
+    request_voter,
+)
 
 bp = Blueprint("hype", __name__, url_prefix="/hype")
 
@@ -52,7 +59,7 @@ def run_page(name: str):
                                                       str(exc), status))
 def start(name: str):
     run = runs.get_run(name)
-    voter = voters.identify_by_cookie(session.get("voter"))
+    voter = voters.identify_by_cookie(session.get("voter"), network=request_network())
     session.permanent = True
     session["voter"] = voter.public_id
     owner = current_owner()

@@ -41,9 +41,8 @@ from limits.storage import MemoryStorage, Storage, storage_from_string
 from werkzeug.exceptions import TooManyRequests
 
 from arena.errors import Unavailable
-from arena.infra.network import network_hash
 from arena.web import proof
-from arena.web.requests import bearer_token, request_voter
+from arena.web.requests import bearer_token, request_network, request_voter
 
 log = logging.getLogger(__name__)
 MAX_RETRY_SECONDS = 60
@@ -192,7 +191,7 @@ def _limited(setting: str, key_func):
 
 
 def network_key() -> str:
-    return "n:" + network_hash(current_app.config["SECRET_KEY"], request.remote_addr)
+    return "n:" + request_network()
 
 
 def _identity() -> str | None:

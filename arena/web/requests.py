@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
-from flask import g, request, session
+from flask import current_app, g, request, session
 from werkzeug.routing import IntegerConverter
 
 from arena.errors import Invalid
+from arena.infra.network import network_hash
 from arena.models import Voter
 from arena.voting import voters
 
@@ -23,6 +24,12 @@ def bearer_token() -> str | None:
     if scheme.lower() != "bearer" or not token.strip():
         return None
     return token.strip()
+
+
+def request_network() -> str:
+    """A keyed hash of the client's network (its /24 or /48), never its address: what the
+    rate limits count by and a new voter records."""
+    return network_hash(current_app.config["SECRET_KEY"], request.remote_addr)
 
 
 def request_voter() -> Voter | None:

@@ -19,7 +19,7 @@ from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
 from arena.web import i18n, limits
 from arena.web.errors import error_response, renders_errors
 from arena.web.presenters import preload_view, task_view
-from arena.web.requests import is_htmx, request_voter
+from arena.web.requests import is_htmx, request_network, request_voter
 
 bp = Blueprint("voter", __name__)
 VALIDATION_WARNING = lazy_gettext(
@@ -99,7 +99,8 @@ def start():
     "Next session" from the end of a session, gets the new session's first card in place of
     that end, and its address pushed into the history (``HX-Push-Url``): one request instead
     of a redirect and a whole page."""
-    voter = voters.identify_by_cookie(session.get("voter"), _form_demographics())
+    voter = voters.identify_by_cookie(session.get("voter"), _form_demographics(),
+                                        network=request_network())
     session.permanent = True
     session["voter"] = voter.public_id
     standing = panels.standing(voter)
@@ -174,7 +175,7 @@ def _require_voter():
 def join(join_key: str):
     """A panel participant arrives from the study platform with their id in the link: they
     vote as the same voter whatever the browser, on this campaign's pairs alone."""
-    voter = panels.admit(join_key, request.args)
+    voter = panels.admit(join_key, request.args, network=request_network())
     session.clear()
     session.permanent = True
     session["voter"] = voter.public_id

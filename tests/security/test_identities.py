@@ -128,3 +128,29 @@ def test_the_dotted_quad_shortcut_reads_addresses_as_ipaddress_does(address):
     """network_of's shortcut for IPv4 agrees with ipaddress on every text: leading zeros,
     parts over 255, too few or many parts, other digits and spaces."""
     assert network_of(address) == _parsed_network(address)
+
+
+def test_a_new_voter_records_its_networks_keyed_hash_never_its_address(make_app):
+    """What the farm screen groups voters by: the keyed hash of the network a voter was
+    first seen on, the same for one /24, on every route that makes a voter."""
+    from sqlalchemy import select
+
+    from arena.extensions import db
+    from arena.models import Voter
+
+    app = make_app()
+    with app.app_context():
+        make_campaign()
+    tokens = [api_session(from_address(app, address)).json["voter_token"]
+              for address in ("203.0.113.5", "203.0.113.77", OTHER)]
+    browser = from_address(app, "203.0.113.9")
+    browser.post("/start", data={"csrf_token": csrf_token(browser.get("/").get_data(
+        as_text=True))})
+    assert len(tokens) == 3
+    with app.app_context():
+        seen = db.session.scalars(select(Voter.network).order_by(Voter.id)).all()
+        secret = app.config["SECRET_KEY"]
+    assert seen == [network_hash(secret, "203.0.113.5")] * 2 + [
+        network_hash(secret, OTHER), network_hash(secret, "203.0.113.9")]
+    assert seen[0] == seen[3] != seen[2]
+    assert not any("203.0" in s or "198.51" in s for s in seen)
