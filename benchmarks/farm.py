@@ -5,7 +5,8 @@
 
 A scratch instance with the demo campaign (four models) and ``--honest`` votes of arena
 demo's simulated crowd, rolled up as the timer does. Then a farm: ``--identities`` identities
-(three /24s' worth of 30: the new-identity limit's budget for an hour) of ``--votes`` votes
+(three /24s' worth of 30: the new-identity limit's budget for an hour, each identity
+recording its /24 as a new voter does) of ``--votes`` votes
 each, cast through the same session and vote services at a human pace (the pacing floor
 respected), choosing the weakest model whenever it is shown, at random otherwise, and every
 gold pair right (as a rule that worked would). Then the next period's timer run
@@ -143,15 +144,19 @@ def _print(title: str, board: dict) -> None:
 
 def _farm(identities: int, per_identity: int, rng) -> set[str]:
     """The farm's votes, through the services, on a clock that ends before the cut-off."""
+    from flask import current_app
+
     from arena.analysis import published
     from arena.extensions import db
+    from arena.infra.network import network_hash
     from arena.models import Task
     from arena.voting import matchmaking, tasks, voters, votes
 
     clock = [published.cutoff() - timedelta(seconds=8 * identities * per_identity + 60)]
     ids = set()
-    for _ in range(identities):
-        voter, _ = voters.create_voter({})
+    for k in range(identities):  # (30 to a /24: the new-identity budget of an hour)
+        network = network_hash(current_app.config["SECRET_KEY"], f"198.51.{k // 30}.7")
+        voter, _ = voters.create_voter({}, network=network)
         db.session.commit()
         ids.add(voter.public_id)
         cast = 0
