@@ -107,8 +107,8 @@ def groups(found: Favouritism, group: np.ndarray, alpha: float = 0.01,
     favour one model together. A farm spread thin over many identities, each too short to
     stand out alone, still moves its network's members the same way. Under the null a
     group's members are like any voters, so the sum of their z for m over the root of their
-    number, centred and scaled by the crowd's median and spread of z for m (robust: the
-    median absolute deviation, which a farm's few cannot move), is about standard normal; a
+    number, centred and scaled by the median and standard deviation of the other voters' z
+    for m (at least 1: z's own spread), is about standard normal; a
     cell is flagged past the normal's ``alpha`` tail shared by every cell (groups of
     ``min_members`` or more, with a z, times models). Its members past ``member_level`` are
     named."""
@@ -122,13 +122,14 @@ def groups(found: Favouritism, group: np.ndarray, alpha: float = 0.01,
         use = known & found.met[:, m]
         np.add.at(total[:, m], group[use], found.z[use, m])
         np.add.at(count[:, m], group[use], 1)
-    centre = np.array([np.median(found.z[found.met[:, m], m]) if found.met[:, m].any()
-                       else 0.0 for m in range(shape[1])])
-    spread = np.array([_mad(found.z[found.met[:, m], m]) for m in range(shape[1])])
-    scale = np.sqrt(count) * spread
     tested = count >= min_members
-    t = np.divide(total - count * centre, scale, out=np.zeros(shape),
-                  where=tested & (scale > 0))
+    t = np.zeros(shape)
+    for g, m in zip(*np.nonzero(tested), strict=True):
+        # (the crowd without the group: a farm that is most of a young crowd's voters with a
+        # z must not set the scale it is measured by)
+        others = found.z[found.met[:, m] & (group != g), m]
+        centre, spread = _robust(others)
+        t[g, m] = (total[g, m] - count[g, m] * centre) / (np.sqrt(count[g, m]) * spread)
     level = float(ndtri(1 - alpha / max(int(tested.sum()), 1)))
     flagged = [(int(g), int(m)) for g, m in zip(*np.nonzero(tested & (t > level)),
                                                 strict=True)]
@@ -139,9 +140,10 @@ def groups(found: Favouritism, group: np.ndarray, alpha: float = 0.01,
     return Groups(t, level, flagged, members)
 
 
-def _mad(values: np.ndarray) -> float:
-    """The median absolute deviation about the median, scaled to the normal's sd (1 with
-    fewer than 10 values: too few to say)."""
+def _robust(values: np.ndarray) -> tuple[float, float]:
+    """The median (which a few others' farms cannot move) and the standard deviation (which
+    heavy voters' tastes widen, as they widen a group's sum), no less than 1; (0, 1), z's
+    own null, with fewer than 10 values: too few to say."""
     if values.size < 10:
-        return 1.0
-    return float(1.4826 * np.median(np.abs(values - np.median(values)))) or 1.0
+        return 0.0, 1.0
+    return float(np.median(values)), max(1.0, float(np.std(values)))
