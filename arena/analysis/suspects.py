@@ -1,6 +1,7 @@
 """Voters whose votes favour one model beyond what the crowd's strengths predict
-(:mod:`arena.ranking.favouritism`), alone or with the other voters of their network, for an
-operator to review, and to hold out: a held
+(:mod:`arena.ranking.favouritism`), alone or with the other voters of their network, and
+voters who choose one side of the screen rather than an image, for an operator to review,
+and to hold out: a held
 voter's votes, past and to come, are flagged ``held`` and count nowhere (the rollups are
 built again and the online Elo and counters replayed); released, they count again."""
 
@@ -11,7 +12,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from flask import current_app
-from sqlalchemy import func, select, update
+from sqlalchemy import case, func, select, update
 
 from arena.analysis import published, rollups
 from arena.analysis.tallies import Slice, models, tally, vote_filter
@@ -20,7 +21,7 @@ from arena.extensions import db
 from arena.infra.database import write_transaction
 from arena.models import Vote, Voter, utcnow
 from arena.ranking import PairCounts, bradley_terry
-from arena.ranking.favouritism import favouritism, groups
+from arena.ranking.favouritism import favouritism, groups, one_sided
 from arena.voting import votes
 from arena.voting.flags import HELD
 
@@ -34,6 +35,7 @@ class Suspect:
     gold_passed: int
     gold_failed: int
     network: bool = False  # named because their network's voters favour the model together
+    side: str | None = None  # named because they choose this side of the screen, not images
 
 
 def suspects(criterion: str, slice_: Slice | None = None, alpha: float = 0.01,
@@ -61,12 +63,43 @@ def suspects(criterion: str, slice_: Slice | None = None, alpha: float = 0.01,
     by_network = sorted(together.members.items(), key=lambda um: -found.z[um[0], um[1]])
     for u, m in by_network:
         named.setdefault(u, (m, True))
-    people = {v.id: v for v in db.session.scalars(
-        select(Voter).where(Voter.id.in_(voters[list(named)].tolist())))}
-    return [Suspect(people[int(voters[u])].public_id, int(found.votes[u]), names[m],
-                    float(found.z[u, m]), people[int(voters[u])].validations_passed,
-                    people[int(voters[u])].validations_failed, network)
-            for u, (m, network) in named.items()]
+    sided = _one_sided(criterion, slice_ or Slice(), voters, reference, alpha)
+    people = {v.id: v for v in db.session.scalars(select(Voter).where(Voter.id.in_(
+        voters[list(named)].tolist() + list(sided))))}
+    listed = [Suspect(people[int(voters[u])].public_id, int(found.votes[u]), names[m],
+                      float(found.z[u, m]), people[int(voters[u])].validations_passed,
+                      people[int(voters[u])].validations_failed, network)
+              for u, (m, network) in named.items()]
+    seen = {int(voters[u]) for u in named}
+    return listed + [Suspect(people[v].public_id, n, "", z, people[v].validations_passed,
+                             people[v].validations_failed, side=side)
+                     for v, (side, n, z) in sided.items() if v not in seen]
+
+
+def _one_sided(criterion: str, slice_: Slice, voters: np.ndarray,
+               reference: datetime | None, alpha: float) -> dict:
+    """{voter id: (the side, their votes, z)} for the voters who choose one side of the
+    screen beyond chance (:func:`arena.ranking.favouritism.one_sided`), among ``voters``, or
+    with ``reference`` those of them who voted since (the timer's period: what it costs
+    follows the period's voters, not the log). Read from the log by voter."""
+    ids = voters.tolist()
+    if reference is not None:
+        recent = vote_filter(criterion, slice_).where(Vote.created_at >= reference)
+        ids = sorted(set(db.session.scalars(recent.with_only_columns(Vote.voter_id)
+                                            .distinct())) & set(ids))
+    rows = []
+    for start in range(0, len(ids), 5_000):  # (SQLite's limit on parameters)
+        rows += db.session.execute(
+            vote_filter(criterion, slice_).with_only_columns(
+                Vote.voter_id, func.sum(case((Vote.choice == "left", 1), else_=0)), func.count())
+            .where(Vote.voter_id.in_(ids[start:start + 5_000])).group_by(Vote.voter_id)).all()
+    if not rows:
+        return {}
+    voter, left, n = (np.array(column) for column in zip(*rows, strict=True))
+    flagged = one_sided(left, n, alpha)
+    z = (left - n / 2) / np.sqrt(n / 4)
+    return {int(voter[k]): ("left" if z[k] > 0 else "right", int(n[k]), float(abs(z[k])))
+            for k in np.flatnonzero(flagged)}
 
 
 def _networks(voters: np.ndarray) -> np.ndarray:

@@ -199,7 +199,8 @@ def suspects_command(criterion, alpha, hold):
     """Voters who favour one model beyond what the crowd's strengths predict, together (a
     farm's identities voting their model up, or the voters of one network), most extreme
     first: their public id, votes, the model and how far (z, about standard normal for a
-    voter like the crowd), and their gold answers."""
+    voter like the crowd), and their gold answers; then voters who choose one side of the
+    screen far beyond chance (the side, and its z)."""
     from arena.analysis import suspects as screen
 
     found = screen.suspects(criterion, alpha=alpha)
@@ -208,7 +209,8 @@ def suspects_command(criterion, alpha, hold):
     if found:
         click.echo(f"{'voter':34} {'votes':>6}  {'model':24} {'z':>6}  gold right/wrong")
     for s in found:
-        click.echo(f"{s.public_id:34} {s.votes:>6,d}  {s.model[:24]:24} {s.z:6.1f}  "
+        what = f"always the {s.side} image" if s.side else s.model[:24]
+        click.echo(f"{s.public_id:34} {s.votes:>6,d}  {what:24} {s.z:6.1f}  "
                    f"{s.gold_passed}/{s.gold_failed}"
                    + ("  (with their network's voters)" if s.network else ""))
     if hold and found:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import bdtrc, expit, ndtr, ndtri
+from scipy.special import bdtr, bdtrc, expit, ndtr, ndtri
 
 from arena.ranking.bradley_terry import BTResult
 from arena.ranking.pairs import PairCounts
@@ -147,3 +147,21 @@ def _robust(values: np.ndarray) -> tuple[float, float]:
     if values.size < 10:
         return 0.0, 1.0
     return float(np.median(values)), max(1.0, float(np.std(values)))
+
+
+def one_sided(left: np.ndarray, votes: np.ndarray, alpha: float = 0.01,
+              min_votes: int = 20) -> np.ndarray:
+    """The units (of ``min_votes`` or more) that choose one side of the screen far beyond
+    chance. Each task's sides are drawn at random, so whoever looks at the images picks the
+    left one about half the time whatever their tastes; whoever taps the same side without
+    looking does not. A two-sided binomial test at ``alpha`` shared by the units tested.
+    Returns a boolean mask."""
+    if not 0 < alpha < 1:
+        raise ValueError("alpha must be between 0 and 1")
+    left, votes = np.asarray(left, dtype=np.int64), np.asarray(votes, dtype=np.int64)
+    tested = votes >= min_votes
+    # (P(X <= k) and P(X >= k) for X binomial(n, 1/2))
+    low = bdtr(left, votes, 0.5)
+    high = bdtrc(np.maximum(left - 1, 0), votes, 0.5)
+    p = np.minimum(1.0, 2 * np.minimum(low, np.where(left > 0, high, 1.0)))
+    return tested & (p < alpha / max(int(tested.sum()), 1))

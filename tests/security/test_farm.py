@@ -189,3 +189,25 @@ def test_a_farm_of_the_last_period_never_shows_before_the_timer_screens_it(app, 
             Voter.held_at.is_not(None))))
         assert set(farm) <= held  # (with a voter or two of the crowd's partial ones)
         assert shown["model-3"] < clean["model-3"] + 20 < counted["model-3"] - 30
+
+
+def test_a_voter_who_taps_one_side_without_looking_is_named(app, runner):
+    """Sides are drawn at random per task, so a voter who always taps the left image (a
+    bot, or someone paid per answer) stands apart from voters with any tastes; named with
+    the side, and held with the others."""
+    app.config.update(VALIDATION_RATE=0.0, REVEAL_WORD_MS=0)
+    rng = np.random.default_rng(3)
+    with app.app_context():
+        make_campaign(n_prompts=3, n_models=4)
+        honest = _crowd(rng)
+        tapper = vote_as({}, ORDER, sessions=0).public_id
+        voter = db.session.scalar(select(Voter).where(Voter.public_id == tapper))
+        for k in range(9):
+            session = matchmaking.start_session(voter, np.random.default_rng(k), "preference")
+            for task in session.tasks:
+                answer(voter, task, "left")
+        found = suspects("preference")
+    assert [(s.public_id, s.side) for s in found] == [(tapper, "left")], found
+    assert found[0].votes >= 20 and not set(honest) & {s.public_id for s in found}
+    listed = runner.invoke(args=["votes", "suspects", "--criterion", "preference"])
+    assert "always the left image" in listed.output and tapper in listed.output

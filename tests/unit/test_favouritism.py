@@ -98,3 +98,20 @@ def test_a_group_screen_needs_three_members_and_a_sane_alpha():
     assert groups(found, group).flagged == []
     with pytest.raises(ValueError):
         groups(found, group, alpha=1.5)
+
+
+def test_one_side_of_the_screen_beyond_chance_is_named_and_chance_is_not():
+    from arena.ranking.favouritism import one_sided
+
+    false = 0
+    for seed in range(20):  # 600 voters who look at the images: sides at random
+        rng = np.random.default_rng(500 + seed)
+        votes = rng.integers(5, 300, 600)
+        false += int(one_sided(rng.binomial(votes, 0.5), votes).sum())
+    assert false <= 1, false
+    # always left, always right, mostly left (90%), too few to tell, an honest 55%
+    left = np.array([20, 0, 180, 12, 110])
+    votes = np.array([20, 30, 200, 12, 200])
+    assert one_sided(left, votes).tolist() == [True, True, True, False, False]
+    with pytest.raises(ValueError):
+        one_sided(left, votes, alpha=0)
