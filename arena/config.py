@@ -67,6 +67,9 @@ class Defaults:
     # WebP at this quality: one size and one encoding, whatever the model or source.
     # 1024 for 3x phones: a task image is ~290-340 CSS px wide there (900-1000 device px).
     PRESENT_SIZES = (384, 768, 1024)
+    # The full-screen view's larger square, where both of a task's images are that large at
+    # source (never upscaled): made when first asked for
+    ZOOM_SIZES = (2048,)
     PRESENT_QUALITY = 82
     HYPE_PRESENT_SIZE = 768  # HYPE images and masks, padded to one byte length per run
 

@@ -87,8 +87,7 @@ def reduction(width: int, height: int) -> int:
     """The integer factor the stored copy of an image is reduced by: a short side over
     twice the largest presented size comes down to between that size and twice it, so
     presenting never upscales and the stored copy costs no more than it needs."""
-    cfg = current_app.config
-    largest = max(*cfg["PRESENT_SIZES"], cfg["HYPE_PRESENT_SIZE"])
+    largest = max(*presentable_sizes(), current_app.config["HYPE_PRESENT_SIZE"])
     return max(1, -(-min(width, height) // (2 * largest)))
 
 
@@ -154,6 +153,13 @@ def present(img: PILImage.Image, size: int) -> bytes:
     if side != size:
         square = square.resize((size, size), PILImage.Resampling.LANCZOS)
     return _encode(square, quality=int(current_app.config["PRESENT_QUALITY"]))
+
+
+def presentable_sizes() -> tuple[int, ...]:
+    """Every size an image may be presented at: the cards' (``PRESENT_SIZES``, made with
+    the image) and the full-screen view's (``ZOOM_SIZES``, made when asked for)."""
+    cfg = current_app.config
+    return tuple(cfg["PRESENT_SIZES"]) + tuple(cfg["ZOOM_SIZES"])
 
 
 def presented_name(sha256: str, size: int) -> str:
@@ -246,7 +252,7 @@ def _delete_unnamed(sha256: str) -> None:
         return
     storage = get_storage()
     storage.delete(full_name(sha256))  # first: without it the rest is rewritten
-    for size in current_app.config["PRESENT_SIZES"]:
+    for size in presentable_sizes():
         storage.delete(presented_name(sha256, size))
 
 
@@ -287,9 +293,9 @@ def decode_stored_bytes(sha256: str) -> PILImage.Image:
 
 
 def presented_bytes(image: Image, size: int) -> bytes:
-    """The presented variant of ``image`` at ``size`` (one of ``PRESENT_SIZES``), made and
-    stored the first time it is asked for. Raises NotFound for another size."""
-    if size not in current_app.config["PRESENT_SIZES"]:
+    """The presented variant of ``image`` at ``size`` (one of :func:`presentable_sizes`),
+    made and stored the first time it is asked for. Raises NotFound for another size."""
+    if size not in presentable_sizes():
         raise NotFound("no such image")
     storage = get_storage()
     name = presented_name(image.sha256, size)

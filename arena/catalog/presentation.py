@@ -79,6 +79,15 @@ def task_sizes(task) -> tuple[int, ...]:
     return fitting or (sizes[0],)
 
 
+def zoom_size(task) -> int | None:
+    """The full-screen view's larger size for ``task`` (as :func:`task_sizes` takes it):
+    the largest of ``ZOOM_SIZES`` that both images reach at source, or None (the view
+    shows the card's largest)."""
+    sides = [img for img in (task.left_image, task.right_image) if img is not None]
+    native = min((min(i.width or 0, i.height or 0) for i in sides), default=0)
+    return max((s for s in current_app.config["ZOOM_SIZES"] if s <= native), default=None)
+
+
 def presented(name: str, size: int) -> bytes:
     """The bytes behind a presented name at ``size``. Raises NotFound for a name the server
     did not make (or one whose task or trial is gone), and for a size it does not serve."""
@@ -91,7 +100,8 @@ def presented(name: str, size: int) -> bytes:
     ident = int(ident)
     if kind == "t":
         task = db.session.get(Task, ident)
-        if task is None or slot not in ("l", "r") or size not in task_sizes(task):
+        if task is None or slot not in ("l", "r") or (
+                size not in task_sizes(task) and size != zoom_size(task)):
             raise NotFound("no such image")
         left, right = (presented_bytes(image, size)
                        for image in (task.left_image, task.right_image))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from flask import current_app
 from flask_babel import gettext
 
-from arena.catalog.presentation import name_for, task_image_name, task_sizes
+from arena.catalog.presentation import name_for, task_image_name, task_sizes, zoom_size
 from arena.config import QUESTIONS
 from arena.voting.shown import ShownTask
 from arena.voting.tasks import reveal_ms
@@ -41,9 +41,13 @@ def task_view(task: ShownTask, external: bool = False) -> dict:
 def _side(task: ShownTask, side: str, external: bool, sizes: tuple[int, ...]) -> dict:
     """One side's image: the smallest size as ``url``, every size in ``urls`` (for a
     srcset), all under a name made for this task alone."""
-    urls = image_urls(task_image_name(task, side), external, sizes=sizes)
+    name = task_image_name(task, side)
+    urls = image_urls(name, external, sizes=sizes)
+    zoom = zoom_size(task)
     return {"url": next(iter(urls.values())),
-            "large": list(urls.values())[-1],  # the full-screen view's
+            # the full-screen view's: a larger square where both sources allow
+            "large": (image_urls(name, external, sizes=(zoom,))[zoom] if zoom
+                      else list(urls.values())[-1]),
             "urls": {str(size): url for size, url in urls.items()},
             "srcset": ", ".join(f"{url} {size}w" for size, url in urls.items())}
 
