@@ -21,8 +21,8 @@ from tests.factories import answer, make_campaign, start, vote_as
 NOW = utcnow().replace(minute=30, second=0, microsecond=0)
 CUTOFF = NOW.replace(minute=0) - published.SETTLED
 LATER = NOW + timedelta(hours=1)
-SLICES = [{"continent": "AF"}, {"gender": "female"}, {"age_group": "18-29"},
-          {"language": "es"}, {"category": "Animals"}]
+SLICES = [{"continent": "AF"}, {"gender": "female"}, {"language": "es"},
+          {"category": "Animals"}]
 
 
 @pytest.fixture
@@ -80,8 +80,7 @@ def _all_same(as_of, live=True):
     for kwargs in SLICES:
         _same(Slice(**kwargs, as_of=as_of))
     if live:  # (the analysts' live figures: every vote, the voters' answers now)
-        _same(Slice(continent="AF"), cluster="voter")
-        _same(Slice(category="Test"), cluster="voter")
+        _same(Slice(age_group="18-29"), cluster="voter")
     _same(Slice(trusted_only=True, as_of=as_of))
 
 
@@ -105,13 +104,13 @@ def _voters_in(slice_):
 
 
 def test_each_slice_from_its_rollup_is_the_logs_while_voters_move(ctx_any):
-    _voters(12, seed=1, stamped_from=CUTOFF - timedelta(days=3))
+    _voters(10, seed=1, stamped_from=CUTOFF - timedelta(days=3))
     rollups.refresh(NOW, batch=23)  # several batches, voters spanning them
     _all_same(CUTOFF, live=False)
 
     # past the watermark: new votes, a voter's new answers, a trusted voter's wrong gold
     # answer on another criterion (after the cut-off: trusted at it, not at the next)
-    _voters(4, seed=2, stamped_from=CUTOFF + timedelta(seconds=1), step=timedelta(seconds=3))
+    _voters(3, seed=2, stamped_from=CUTOFF + timedelta(seconds=1), step=timedelta(seconds=3))
     mover = db.session.get(Voter, db.session.scalar(_voters_in(Slice(continent="AF")).limit(1)))
     update_demographics(mover, {"country": "DE", "gender": "male", "age_group": "30-39"})
     db.session.commit()
