@@ -68,7 +68,8 @@ def suspects(criterion: str, slice_: Slice | None = None, alpha: float = 0.01,
         voters[list(named)].tolist() + list(sided))))}
     listed = [Suspect(people[int(voters[u])].public_id, int(found.votes[u]), names[m],
                       float(found.z[u, m]), people[int(voters[u])].validations_passed,
-                      people[int(voters[u])].validations_failed, network)
+                      people[int(voters[u])].validations_failed, network,
+                      sided.get(int(voters[u]), (None,))[0])
               for u, (m, network) in named.items()]
     seen = {int(voters[u]) for u in named}
     return listed + [Suspect(people[v].public_id, n, "", z, people[v].validations_passed,

@@ -207,7 +207,8 @@ def test_a_voter_who_taps_one_side_without_looking_is_named(app, runner):
             for task in session.tasks:
                 answer(voter, task, "left")
         found = suspects("preference")
-    assert [(s.public_id, s.side) for s in found] == [(tapper, "left")], found
-    assert found[0].votes >= 20 and not set(honest) & {s.public_id for s in found}
+    sides = {s.public_id: s.side for s in found}
+    assert sides.get(tapper) == "left", found  # (their taps may favour a model too)
+    assert not {public_id for public_id, side in sides.items() if side} & set(honest)
     listed = runner.invoke(args=["votes", "suspects", "--criterion", "preference"])
     assert "always the left image" in listed.output and tapper in listed.output
