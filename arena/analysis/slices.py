@@ -141,12 +141,13 @@ def _changed(criterion: str, row: RankingRollup, end: datetime, last: int | None
     voters = _touched(criterion, row, end, last)
     if not voters:
         return {}
-    history = _history(criterion, voters, row, end, last)
+    history, names = _history(criterion, voters, row, end, last)
     before = _members_before(criterion, voters)
     now = _members_now(voters, end)
     found = {}
     for field in fields:
-        for value, (old, new, change) in _split(field, history, before, now).items():
+        for value, (old, new, change) in _split(field, history, names, before,
+                                                now).items():
             if only is not None and value != only:
                 continue
             key = (criterion, field, value)
@@ -181,11 +182,11 @@ def _touched(criterion: str, row: RankingRollup, end: datetime, last: int | None
 
 
 def _history(criterion: str, voters: list[int], row: RankingRollup, end: datetime,
-             last: int | None) -> np.ndarray:
+             last: int | None) -> tuple[np.ndarray, list]:
     """Every counted vote of ``voters`` in the rollup before and after this step, grouped:
     rows (voter, prompt, winner, loser, language, category, comparison, first (1 when the
     comparison's first image won), votes before, votes after), language and category as
-    codes (:func:`_code`)."""
+    their places in the list returned with the rows (-1 for none)."""
     before = and_(Vote.created_at < row.through, Vote.id <= row.last_vote_id)
     after = Vote.created_at < end
     if last is not None:
@@ -193,7 +194,7 @@ def _history(criterion: str, voters: list[int], row: RankingRollup, end: datetim
     keys = (Vote.voter_id, func.coalesce(Comparison.prompt_id, -1), Vote.winner_model_id,
             Vote.loser_model_id, Vote.language, Prompt.category, Vote.comparison_id,
             case((Vote.winner_image_id == Comparison.image_a_id, 1), else_=0))
-    rows = []
+    rows, codes = [], {None: -1}
     for start in range(0, len(voters), CHUNK):
         query = (vote_filter(criterion, Slice(), join_prompt=True)
                  .outerjoin(Prompt, Prompt.id == Comparison.prompt_id)
@@ -201,23 +202,11 @@ def _history(criterion: str, voters: list[int], row: RankingRollup, end: datetim
                                     func.sum(case((after, 1), else_=0)))
                  .where(Vote.voter_id.in_(voters[start:start + CHUNK]), or_(before, after))
                  .group_by(*keys))
-        rows += [(*r[:4], _code(r[4]), _code(r[5]), *r[6:])
+        rows += [(*r[:4], codes.setdefault(r[4], len(codes) - 1),
+                  codes.setdefault(r[5], len(codes) - 1), *r[6:])
                  for r in db.session.execute(query)]
-    return np.array(rows, dtype=np.int64).reshape(len(rows), 10)
-
-
-_CODES: dict = {}
-_NAMES: dict = {}
-
-
-def _code(name: str | None) -> int:
-    """A number for a language or category (-1 for none), the same within the process."""
-    if name is None:
-        return -1
-    if name not in _CODES:
-        _CODES[name] = len(_CODES)
-        _NAMES[_CODES[name]] = name
-    return _CODES[name]
+    names = [name for name in codes if name is not None]
+    return np.array(rows, dtype=np.int64).reshape(len(rows), 10), names
 
 
 def _members_before(criterion: str, voters: list[int]) -> dict:
@@ -246,7 +235,7 @@ def _members_now(voters: list[int], end: datetime) -> dict:
     return found
 
 
-def _split(field: str, history: np.ndarray, before: dict, now: dict) -> dict:
+def _split(field: str, history: np.ndarray, names: list, before: dict, now: dict) -> dict:
     """Per value of ``field`` that changes: the voters' old counts and their new counts
     (rows voter, winner, loser, count: a model beaten), and the change in the prompts'
     counts (rows prompt, comparison, winner, loser, first, count)."""
@@ -257,7 +246,7 @@ def _split(field: str, history: np.ndarray, before: dict, now: dict) -> dict:
         is_ = [now[v][at] for v in voters]
     else:
         codes = history[:, 4 if field == "language" else 5].tolist()
-        was = is_ = [_NAMES.get(c) for c in codes]
+        was = is_ = [names[c] if c >= 0 else None for c in codes]
     groups = defaultdict(lambda: ([], []))
     for i, (a, b) in enumerate(zip(was, is_, strict=True)):
         if a is not None:

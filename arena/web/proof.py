@@ -55,12 +55,12 @@ def _check(payload: str | None) -> bool:
     if not payload or len(payload) > 4096:
         return False
     try:
-        answer = altcha.verify_solution(payload, _secret())
-    except (ValueError, KeyError, TypeError):
+        parsed = altcha.Payload.from_base64(payload)
+        answer = altcha.verify_solution(parsed, _secret())
+    except (ValueError, KeyError, TypeError, AttributeError):
         return False
     if not answer.verified:
         return False
-    parsed = altcha.Payload.from_base64(payload)
     left = int(parsed.challenge.parameters.expires_at - time.time())
     counters = current_app.extensions["arena_limits"]
     count, _ = counters.incr(f"proof/{parsed.challenge.signature}", max(left, 1))
