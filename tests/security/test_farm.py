@@ -108,10 +108,12 @@ def test_the_rollup_timer_holds_a_farm_out_and_respects_a_release(app, runner):
 
         published.forget()  # (as a new period would)
     again = runner.invoke(args=["votes", "rollup"])
-    assert "held out 0 voters" in again.output, again.output
+    # (with the farm out, the crowd's strengths move: an honest voter of a strong taste of
+    # their own may be named now, as in any period; the released identity is not)
+    assert again.exit_code == 0 and "the farm screen held out" in again.output, again.output
+    assert farm[0] not in again.output and not set(farm[1:]) & set(again.output.split())
     with app.app_context():
         assert db.session.scalar(select(Voter.held_at).where(Voter.public_id == farm[0])) is None
-
 
 
 def test_the_operator_page_lists_the_voters_held_out(app, client):
