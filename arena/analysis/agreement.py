@@ -22,10 +22,12 @@ def criterion_agreement(criterion: str, slice_: Slice | None = None) -> Agreemen
     """Krippendorff's alpha and the majority share of ``criterion``'s votes in ``slice_``,
     with 95% intervals over comparisons (None with too few repeated comparisons)."""
     slice_ = slice_ or Slice()
-    found = (slices.comparison_sides(criterion, slice_) if slice_.active()
-             else rollups.comparison_sides(criterion, slice_.as_of))
-    counts = found if found is not None else sides(criterion, slice_)
-    return agreement(counts)
+    if slice_.active():
+        rolled = slices.read(criterion, slice_)
+        found = rolled.sides() if rolled is not None else None
+    else:
+        found = rollups.comparison_sides(criterion, slice_.as_of)
+    return agreement(found if found is not None else sides(criterion, slice_))
 
 
 def sides(criterion: str, slice_: Slice) -> np.ndarray:

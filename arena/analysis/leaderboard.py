@@ -31,7 +31,7 @@ from arena.config import check_criterion
 from arena.extensions import db
 from arena.models import Comparison, EloRating, GenModel, Vote
 from arena.ranking import PairCounts, PairMoments, bootstrap, bradley_terry, instant_intervals
-from arena.ranking.agreement import Agreement
+from arena.ranking.agreement import Agreement, agreement
 from arena.ranking.robustness import flips
 
 METHODS = ("bt", "elo")
@@ -417,17 +417,21 @@ def rank_models(
         elo_now = edition.online(criterion)
     else:
         elo_now = online_elo(criterion)
-    rolled = _rolled_up(criterion, method, slice_, cluster, margins, intervals, rounds)
-    if rolled is not None and public and slice_.active() and _too_few_voters(rolled, cluster):
-        return _withheld(criterion, method, slice_)
-    if rolled is not None:
+    found = _rolled_up(criterion, method, slice_, cluster, margins, intervals, rounds)
+    if found is not None:
+        rolled, sides = found
+        if public and slice_.active() and _too_few_voters(rolled, cluster):
+            return _withheld(criterion, method, slice_)
         ranking = rank_counts(
             rolled.names, rolled.counts, rounds=rounds, rng=rng, intervals=intervals,
             cluster=cluster, online_elo=elo_now, criterion=criterion, include_idle=include_idle)
         ranking.slice, ranking.as_of = _described(slice_), slice_.as_of
-        ranking.agreement = (published_agreement(criterion, slice_.as_of)
-                             if public and not slice_.active()
-                             else criterion_agreement(criterion, slice_))
+        if sides is not None:  # (a rolled-up slice: its agreement from the same reading)
+            ranking.agreement = agreement(sides)
+        elif public:
+            ranking.agreement = published_agreement(criterion, slice_.as_of)
+        else:
+            ranking.agreement = criterion_agreement(criterion, slice_)
         if public and not slice_.active():
             _published_leads(criterion, ranking)
         return ranking
@@ -455,24 +459,26 @@ def rank_models(
 
 
 def _rolled_up(criterion, method, slice_: Slice, cluster, margins, intervals, rounds
-               ) -> Tally | None:
+               ) -> tuple[Tally, np.ndarray | None] | None:
     """The counted votes from the rollup (:mod:`arena.analysis.rollups`) where it holds what
     the ranking needs: every vote or one rolled-up slice (:mod:`arena.analysis.slices`)
     besides the public cut-off, Bradley-Terry, and intervals from voters' moments (the
-    sandwich) or from the pooled votes; else None."""
+    sandwich) or from the pooled votes; with a slice, its comparisons' sides from the same
+    reading (for its agreement). Else None."""
     sliced = slices.field_of(slice_)
     if (method != "bt" or margins or (slice_.active() and sliced is None)
             or cluster not in ("voter", "none", TWO_WAY)
             or (cluster != "none" and intervals != "instant" and rounds > 0)):
         return None
     ids, names = models()
+    rolled = slices.read(criterion, slice_) if sliced is not None else None
     found = (rollups.moments(criterion, ids, slice_.as_of) if sliced is None
-             else slices.moments(criterion, *sliced, ids, slice_.as_of))
+             else rolled.moments(ids) if rolled is not None else None)
     if found is None:
         return None
     counts = {"none": found.pooled(), "voter": replace(found, prompt_cross=None, n_prompts=0)
               }.get(cluster, found)
-    return Tally(ids, names, counts, cluster)
+    return Tally(ids, names, counts, cluster), rolled.sides() if rolled is not None else None
 
 
 def _too_few_voters(counted: Tally, cluster: str) -> bool:

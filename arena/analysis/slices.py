@@ -18,6 +18,7 @@ them, the slices they are in now gain them. The numbers are those of the log.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -62,54 +63,54 @@ def field_of(slice_: Slice) -> tuple[str, str] | None:
     return (name, value) if name in FIELDS else None
 
 
-def moments(criterion: str, field: str, value: str, ids: list[int],
-            as_of: datetime | None = None) -> PairMoments | None:
-    """The counted votes of ``criterion`` in the slice ``field`` = ``value``, stamped before
-    ``as_of`` (all when None), as :class:`PairMoments` over the models ``ids``: the rolled-up
-    slice with the votes since the watermark and the voters who moved. None when there is no
-    rollup or it runs past ``as_of``."""
-    found = _read(criterion, field, value, as_of)
-    return None if found is None else found[0].moments(ids)
+@dataclass(frozen=True)
+class Rolled:
+    """One rolled-up slice as a reading sees it: its state to the reading's cut-off, and
+    every prompt's counts (rows prompt, comparison, winner, loser, first, votes)."""
+
+    state: rollups.State
+    cells: np.ndarray
+
+    def moments(self, ids: list[int]) -> PairMoments:
+        """The slice's counted votes as :class:`PairMoments` over the models ``ids``."""
+        return self.state.moments(ids)
+
+    def sides(self) -> np.ndarray:
+        """As :func:`arena.analysis.agreement.sides`: per ordinary comparison, the slice's
+        counted votes for its first and its second image."""
+        comparisons, index = np.unique(self.cells[:, 1], return_inverse=True)
+        votes = self.cells[:, 5]
+        total = np.bincount(index.ravel(), weights=votes, minlength=len(comparisons))
+        first = np.bincount(index.ravel(), weights=votes * self.cells[:, 4],
+                            minlength=len(comparisons))
+        return np.column_stack([first, total - first]).astype(np.int64)
 
 
-def comparison_sides(criterion: str, slice_: Slice) -> np.ndarray | None:
-    """As :func:`arena.analysis.agreement.sides` (per ordinary comparison, the slice's
-    counted votes for its first and its second image), from the slice's rollup; None when
-    ``slice_`` is not one rolled-up slice, or there is no rollup to read."""
+def read(criterion: str, slice_: Slice) -> Rolled | None:
+    """The counted votes of ``criterion`` in ``slice_``, stamped before its ``as_of`` (all
+    when None): the rolled-up slice with the votes since the watermark and the voters who
+    moved, in one reading for the ranking and its agreement. None when ``slice_`` is not
+    one rolled-up slice, or there is no rollup or it runs past ``as_of``."""
     sliced = field_of(slice_)
-    found = None if sliced is None else _read(criterion, *sliced, slice_.as_of, every=True)
-    if found is None:
+    if sliced is None:
         return None
-    fine = found[1]
-    comparisons, index = np.unique(fine[:, 1], return_inverse=True)
-    total = np.bincount(index.ravel(), weights=fine[:, 5], minlength=len(comparisons))
-    first = np.bincount(index.ravel(), weights=fine[:, 5] * fine[:, 4],
-                        minlength=len(comparisons))
-    return np.column_stack([first, total - first]).astype(np.int64)
-
-
-def _read(criterion: str, field: str, value: str, as_of: datetime | None,
-          every: bool = False) -> tuple | None:
-    """The slice's state stamped before ``as_of``, and its prompts' counts (rows prompt,
-    comparison, winner, loser, first, votes): those the votes since the watermark change,
-    or with ``every`` all of them. None without a rollup, or one past ``as_of``."""
-    key = (criterion, field, value)
+    key = (criterion, *sliced)
     for _ in range(3):
         row = db.session.get(RankingRollup, criterion, populate_existing=True)
-        if row is None or (as_of is not None and row.through > as_of):
+        if row is None or (slice_.as_of is not None and row.through > slice_.as_of):
             return None
         through = row.through
-        state, after = _changed(criterion, row, as_of or FAR, None, fields=(field,),
-                                only=value).get((field, value), (None, _fine()))
+        state, after = _changed(criterion, row, slice_.as_of or FAR, None,
+                                fields=(sliced[0],), only=sliced[1]).get(sliced,
+                                                                         (None, _fine()))
         if state is None:
             state = rollups.State.load(db.session.get(RollupSlice, key))
-        if every:
-            stored = _prompt_cells(key, None)
-            after = np.concatenate([stored[~np.isin(stored[:, 0], after[:, 0])], after])
+        stored = _prompt_cells(key, None)
+        cells = np.concatenate([stored[~np.isin(stored[:, 0], after[:, 0])], after])
         again = db.session.execute(select(RankingRollup.through)
                                    .where(RankingRollup.criterion == criterion)).scalar()
-        if again == through:
-            return state, after
+        if again == through:  # (else a refresh moved the watermark meanwhile: read again)
+            return Rolled(state, cells)
     return None
 
 

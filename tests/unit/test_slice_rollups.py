@@ -62,9 +62,9 @@ def _same(slice_, cluster="voter+prompt"):
     want = rank_counts(counted.names, counted.counts, intervals="instant", cluster=cluster)
     field = slices.field_of(slice_)
     assert field is not None
-    assert slices.moments("preference", *field, counted.ids, slice_.as_of) is not None
-    rolled, logged = slices.comparison_sides("preference", slice_), sides("preference", slice_)
-    assert rolled is not None
+    read = slices.read("preference", slice_)
+    assert read is not None
+    rolled, logged = read.sides(), sides("preference", slice_)
     assert sorted(map(tuple, rolled.tolist())) == sorted(map(tuple, logged.tolist())), slice_
     got = rank_models("preference", intervals="instant", slice_=slice_, cluster=cluster)
     assert got.total_votes == want.total_votes and got.units == want.units, slice_
