@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from arena import create_app
 from arena.accounts import owners
-from arena.campaigns import campaigns, demo
-from arena.catalog import ingest, registry
+from arena.campaigns import campaigns, demo, gold
+from arena.catalog import images, ingest, registry
 from arena.extensions import db
 from arena.hype import runs
 from arena.models import HypeTrial, Prompt, Task
@@ -68,6 +68,7 @@ def build(app, tmp: Path, rng) -> None:
     with app.app_context():
         upgrade_schema()
         demo.load_demo(n_prompts=8, images_per_model=2)
+        gold.fill(campaigns.get_campaign(demo.DEMO_CAMPAIGN))
         prompts = db.session.scalars(db.select(Prompt.id).limit(8)).all()
         for name, (w, h), grain in (("Square", (384, 384), 4), ("Tall", (288, 384), 12)):
             owners.create_owner(f"owner {name}")
@@ -125,6 +126,38 @@ def arena_views(app, sessions: int):
     return seen
 
 
+def gold_views(app, sessions: int, rng):
+    """Sessions that each carry one gold pair (a damaged copy or a swapped pair): every image
+    labelled by its task, and how often "the shortest task of the session" is the gold one."""
+    app.config["VALIDATION_RATE"] = 1.0
+    seen, picked, counted, pictures, per_task = [], 0, 0, 0, 0
+    client = app.test_client()
+    for _ in range(sessions):
+        body = client.post("/api/v1/sessions", json={"criterion": "preference"}).json
+        lengths, gold = [], []
+        for task in body["tasks"]:
+            with app.app_context():
+                row = db.session.get(Task, task["task_id"])
+                is_gold = row.comparison.is_validation
+                size = int(task["left"]["url"].rsplit("/", 1)[1].split(".")[0])
+                own = [len(images.presented_bytes(image, size))
+                       for image in (row.left_image, row.right_image)]
+                pictures += sum(own)
+                per_task += 2 * max(own)
+            label = "gold" if is_gold else "ordinary"
+            views = [fetch(client, task[side]["url"], label, k, pixels=True)
+                     for k, side in enumerate(("left", "right"))]
+            seen += views
+            lengths.append(max(v.length for v in views))
+            gold.append(is_gold)
+        if sum(gold) == 1:
+            shortest = np.flatnonzero(np.array(lengths) == min(lengths))
+            picked += gold[int(rng.choice(shortest))]  # (ties at random)
+            counted += 1
+    app.config["VALIDATION_RATE"] = 0.0
+    return seen, picked, counted, (sum(v.length for v in seen) / pictures, per_task / pictures)
+
+
 def report(title: str, seen, rng) -> None:
     results = attack(seen, rng)
     labels = sorted({s.label for s in seen})
@@ -162,6 +195,12 @@ def main() -> None:
            rng)
     pair = [s for s in arena if s.label in ("Square", "Tall")]
     report("Arena, the two uploaded models only", pair, rng)
+    seen, picked, counted, grown = gold_views(app, args.sessions, rng)
+    report("Arena, gold or ordinary task (every session with one gold pair)", seen, rng)
+    print(f"  the shortest task of its session is the gold one: {picked} of {counted} "
+          f"sessions ({picked / counted:.0%}; a third by chance)")
+    print(f"  bytes served / the pictures' own: {grown[0]:.2f} (padded to the session's "
+          f"longest; to each task's longer: {grown[1]:.2f})")
 
 
 if __name__ == "__main__":

@@ -295,14 +295,33 @@ def decode_stored_bytes(sha256: str) -> PILImage.Image:
 def presented_bytes(image: Image, size: int) -> bytes:
     """The presented variant of ``image`` at ``size`` (one of :func:`presentable_sizes`),
     made and stored the first time it is asked for. Raises NotFound for another size."""
+    name = _presented_name(image, size)
+    try:
+        with get_storage().open(name) as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return _make(image, size, name)
+
+
+def presented_length(image: Image, size: int) -> int:
+    """The byte length of :func:`presented_bytes` (made if need be), without reading it."""
+    name = _presented_name(image, size)
+    try:
+        return get_storage().size(name)
+    except FileNotFoundError:
+        return len(_make(image, size, name))
+
+
+def _presented_name(image: Image, size: int) -> str:
     if size not in presentable_sizes():
         raise NotFound("no such image")
-    storage = get_storage()
-    name = presented_name(image.sha256, size)
-    if not storage.exists(name):
-        storage.put(name, present(decode_stored(image), size))
-    with storage.open(name) as fh:
-        return fh.read()
+    return presented_name(image.sha256, size)
+
+
+def _make(image: Image, size: int, name: str) -> bytes:
+    data = present(decode_stored(image), size)
+    get_storage().put(name, data)
+    return data
 
 
 def stored_count() -> int:

@@ -10,8 +10,9 @@ Nothing but pixels (docs/design.md). An image reaches a voter only as
   twice does not look the same twice;
 * **one size and one encoding**: the :func:`arena.catalog.images.present` square at one of
   ``PRESENT_SIZES``, whatever the source's resolution or aspect ratio;
-* **one byte length per task**: the two images of an arena task are padded to the longer
-  one (:func:`pad_webp`), so "pick the smaller file" cannot answer a pair; for HYPE, **one
+* **one byte length per session**: every image of an arena session's tasks is padded to
+  the longest of them at that size (:func:`pad_webp`), so "pick the smaller file" cannot
+  answer a pair, nor "the shortest task" point at the gold pair; for HYPE, **one
   byte length per run**: every image and mask of a run is padded to the largest of them, so
   not even the length of a response tells real from fake.
 """
@@ -27,14 +28,16 @@ from datetime import datetime
 
 from flask import current_app
 from sqlalchemy import func, select
+from sqlalchemy.orm import joinedload
 
-from arena.catalog.images import presented_bytes, presented_name
+from arena.catalog.images import presented_bytes, presented_length, presented_name
 from arena.errors import NotFound
 from arena.extensions import db
 from arena.infra.secrets import derived_key
 from arena.infra.storage import get_storage
 from arena.models import HypeRun, HypeStage, HypeTrial, Image, Owner, Task
 
+FILLER = 64  # bytes at least at the end of every arena file: keyed filler, never the picture's
 NAME = re.compile(r"^([thm])(\d{1,18})(l|r|x\d{1,3})?-([A-Za-z0-9_-]{22})$")
 
 
@@ -103,11 +106,8 @@ def presented(name: str, size: int) -> bytes:
         if task is None or slot not in ("l", "r") or (
                 size not in task_sizes(task) and size != zoom_size(task)):
             raise NotFound("no such image")
-        left, right = (presented_bytes(image, size)
-                       for image in (task.left_image, task.right_image))
-        data = left if slot == "l" else right
-        # (both as long as the longer: a damaged gold copy's grain made the larger file)
-        return pad_webp(data, max(len(left), len(right)), key=_key() + data[:64])
+        data = presented_bytes(task.left_image if slot == "l" else task.right_image, size)
+        return pad_webp(data, session_length(task, size), key=_key() + data[:64])
     if size != current_app.config["HYPE_PRESENT_SIZE"]:
         raise NotFound("no such image")
     if kind == "h":
@@ -121,6 +121,20 @@ def presented(name: str, size: int) -> bytes:
     if stage is None or not 0 <= index < len(stage.run.masks):
         raise NotFound("no such image")
     return _padded(presented_bytes(stage.run.masks[index], size), stage.run)
+
+
+def session_length(task: Task, size: int) -> int:
+    """The byte length every image of ``task``'s session is served at, at ``size``: the
+    longest presented file among them (of the tasks that offer that size) and a little
+    filler more, so that no file of a session ends as its picture does (the longest, left
+    unpadded, was told by its ending). A damaged gold copy's grain made the longest file of
+    its session (benchmarks/blinding.py)."""
+    tasks = db.session.scalars(select(Task).where(Task.session_id == task.session_id).options(
+        joinedload(Task.left_image), joinedload(Task.right_image))).all()
+    shown = {image.id: image for t in tasks
+             if size in task_sizes(t) or size == zoom_size(t)
+             for image in (t.left_image, t.right_image)}
+    return max(presented_length(image, size) for image in shown.values()) + FILLER
 
 
 def _padded(data: bytes, run: HypeRun) -> bytes:

@@ -13,7 +13,7 @@ from PIL import Image as PILImage
 from sqlalchemy import func, select, update
 
 from arena.campaigns import allocation, campaigns, gold
-from arena.catalog import images, ingest
+from arena.catalog import images, ingest, presentation
 from arena.errors import Invalid
 from arena.extensions import db
 from arena.models import Campaign, Comparison, GenModel, Image, Owner, Prompt, Task
@@ -572,3 +572,41 @@ def test_the_smaller_file_does_not_answer_a_damaged_gold_pair(live, ctx):
     ceiling = chance_ceiling(answered, 1e-3)
     # neither "the smaller" nor "the larger file" beats a coin
     assert 1 - ceiling < right / answered < ceiling, (right, answered)
+
+
+def test_the_shortest_task_of_a_session_does_not_point_at_its_gold_pair(live, ctx):
+    """Each task's two images were as long as the longer one, but tasks differed: a damaged
+    copy's grain made the longest file of its session, and the byte length told gold tasks
+    from ordinary ones 100% of the time (benchmarks/blinding.py). Every image of a session is
+    now as long as the session's longest and some filler more, at each size it is served:
+    the longest too ends in filler, not as its picture does."""
+    ctx.config.update(VALIDATION_RATE=1.0, REVEAL_WORD_MS=0)
+    gold = set(db.session.scalars(select(Comparison.id).where(
+        Comparison.is_validation.is_(True))))
+    rng = np.random.default_rng(3)
+    picked = sessions = 0
+    for k in range(60):
+        client = ctx.test_client()
+        tasks = api_session(client, {"criterion": "preference"}).json["tasks"]
+        lengths = {}
+        for item in tasks:
+            for side in ("left", "right"):
+                for size, url in item[side]["urls"].items():
+                    response = client.get(url)
+                    assert response.status_code == 200
+                    lengths.setdefault(size, []).append(len(response.get_data()))
+                    task = db.session.get(Task, item["task_id"])
+                    picture = images.presented_bytes(getattr(task, f"{side}_image"), int(size))
+                    assert len(response.get_data()) >= len(picture) + presentation.FILLER
+        is_gold = [db.session.get(Task, item["task_id"]).comparison_id in gold
+                   for item in tasks]
+        assert len(tasks) == 3 and sum(is_gold) == 1, (k, is_gold)
+        for size, served in lengths.items():
+            assert len(served) == 6 and len(set(served)) == 1, (size, served)  # one length
+        per_task = min(lengths.values(), key=len)[::2]
+        shortest = [i for i, n in enumerate(per_task) if n == min(per_task)]
+        picked += is_gold[int(rng.choice(shortest))]  # (ties at random)
+        sessions += 1
+    from scipy.stats import binom
+
+    assert picked <= binom.ppf(1 - 1e-3, sessions, 1 / 3), (picked, sessions)
