@@ -52,14 +52,18 @@ class Seen:
 
 
 def container(data: bytes) -> dict[str, int]:
-    """The sizes a WebP file declares about itself (RIFF size, each chunk's size) and the
-    run of zero bytes at its end: where padding outside the image data would show."""
+    """The sizes a WebP file declares about itself (RIFF size, each chunk's size, the VP8
+    frame's first partition) and the run of zero bytes at its end: where padding outside the
+    image data would show."""
     out = {"riff size": int.from_bytes(data[4:8], "little") if data[:4] == b"RIFF" else -1}
     offset = 12
     while offset + 8 <= len(data):
         kind = data[offset:offset + 4].decode("latin-1")
         size = int.from_bytes(data[offset + 4:offset + 8], "little")
         out[f"chunk {kind.strip()} size"] = size
+        if kind == "VP8 " and offset + 11 <= len(data):  # (the frame tag's first 3 bytes)
+            tag = int.from_bytes(data[offset + 8:offset + 11], "little")
+            out["VP8 first partition size"] = tag >> 5
         offset += 8 + size + size % 2
     out["trailing zeros"] = len(data) - len(data.rstrip(b"\0"))
     return out
