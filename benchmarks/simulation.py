@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 
 import numpy as np
+from scipy.special import expit, ndtr
 
 from arena.config import Defaults
 from arena.ranking import ranks
@@ -745,3 +746,54 @@ def networks(n_units: int, farm: np.ndarray, seed: int, shared: int = 10,
     for k, unit in enumerate(farm):
         group[unit] = (k % max(shared, 1)) if hide else shared + k % farm_networks
     return group
+
+
+# --- blind voters among an attentive crowd -----------------------------------------------
+
+
+def attentive_crowd(rng, *, voters=400, blind=0.3, minority=0.15, models=8, probit=True,
+                    gold=True):
+    """Votes of attentive voters (most of the crowd's taste, ``minority`` of them with two
+    neighbouring models swapped), and ``blind`` tappers (benchmarks/reliability.py); heavy
+    voters (log-normal counts, up to 400), answers drawn from a probit curve (or with
+    ``probit`` False the logistic one fitted); a tenth of each voter's tasks gold (for all
+    or, without ``gold``, for none). Returns the counts by voter, gold right and wrong per
+    voter, each voter's kind (0 crowd, 1 minority, 2 blind), their votes, and the attentive
+    crowd's population value (log-strengths, centred)."""
+    s = np.linspace(-1.2, 1.2, models)
+    own = s.copy()
+    own[[3, 4]] = own[[4, 3]]
+    kind = rng.choice(3, voters, p=[1 - blind - minority, minority, blind])
+    n = np.minimum(rng.lognormal(3.0, 1.0, voters).astype(int) + 5, 400)
+    unit = np.repeat(np.arange(voters), n)
+    i = rng.integers(0, models, unit.size)
+    j = (i + rng.integers(1, models, unit.size)) % models
+
+    def curve(x):
+        return ndtr(x / 1.7) if probit else expit(x)
+
+    taste = np.where(kind[unit, None] == 1, own[None, :], s[None, :])
+    p = curve(taste[np.arange(unit.size), i] - taste[np.arange(unit.size), j])
+    p = np.where(kind[unit] == 2, 0.5, p)
+    first = rng.random(unit.size) < p
+    data = PairCounts.from_outcomes(np.where(first, i, j), np.where(first, j, i), models,
+                                    units=unit)
+    asked = np.maximum(1, n // 10) * gold
+    right = rng.binomial(asked, np.where(kind == 2, 0.5, 0.95)).astype(float)
+    attentive = kind != 2
+    share = n[kind == 1].sum() / n[attentive].sum()
+    wins = ((1 - share) * curve(s[:, None] - s[None, :])
+            + share * curve(own[:, None] - own[None, :]))
+    np.fill_diagonal(wins, 0)
+    truth = bradley_terry(wins * 1000).log_strengths
+    return data, right, asked - right, kind, n, truth - truth.mean()
+
+
+def covered(data: PairCounts, truth: np.ndarray) -> tuple[np.ndarray, float]:
+    """Which models' voter-clustered sandwich intervals cover ``truth`` (centred
+    log-strengths), and the fit's mean error."""
+    result = bradley_terry(data.matrix())
+    spread = instant_intervals(data, result, resample="unit")
+    target = 1000 + ELO_SCALE / LOG10 * truth
+    inside = (spread.rating_low <= target) & (target <= spread.rating_high)
+    return inside, float(np.abs(result.log_strengths - truth).mean())

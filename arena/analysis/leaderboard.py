@@ -18,6 +18,7 @@ from sqlalchemy import select
 
 from arena.analysis import published, rollups, slices
 from arena.analysis.agreement import criterion_agreement, published_agreement
+from arena.analysis.reliability import WEIGHTS, weigh
 from arena.analysis.tallies import (
     TWO_WAY,
     RankingError,
@@ -381,6 +382,7 @@ def rank_models(
     poststratify: bool = False,
     include_idle: bool = True,
     public: bool = False,
+    weights: str | None = None,
 ) -> Ranking:
     """Rank the models for ``criterion`` from the votes in ``slice_``.
 
@@ -397,6 +399,8 @@ def rank_models(
     (:mod:`arena.analysis.margins`).
     ``method="elo"``: the online Elo order (sequential Elo replayed over the sliced votes
     when a slice is given), without intervals.
+    ``weights="reliability"``: each voter's votes weighted by the probability that they
+    looked (:mod:`arena.analysis.reliability`); Bradley-Terry, intervals by voter.
 
     Raises
     ------
@@ -411,13 +415,20 @@ def rank_models(
     margins = tuple(margins) or (("continent",) if poststratify else ())
     if margins and method != "bt":
         raise RankingError("post-stratification applies to the Bradley-Terry method")
+    if weights is not None:
+        if weights not in WEIGHTS:
+            raise RankingError(f"weights must be one of {', '.join(WEIGHTS)}", field="weights")
+        if method != "bt" or margins or cluster not in ("voter", TWO_WAY) or public:
+            raise RankingError("reliability weights apply to Bradley-Terry without margins, "
+                               "with intervals by voter", field="weights")
     if public:
         edition = published.elo()
         slice_ = slice_.published_at(edition.as_of)
         elo_now = edition.online(criterion)
     else:
         elo_now = online_elo(criterion)
-    found = _rolled_up(criterion, method, slice_, cluster, margins, intervals, rounds)
+    found = (None if weights is not None
+             else _rolled_up(criterion, method, slice_, cluster, margins, intervals, rounds))
     if found is not None:
         rolled, sides = found
         if public and slice_.active() and _too_few_voters(rolled, cluster):
@@ -435,7 +446,14 @@ def rank_models(
         if public and not slice_.active():
             _published_leads(criterion, ranking)
         return ranking
-    counted: Tally = tally(criterion, slice_, cluster=cluster, margins=margins)
+    if weights is not None:
+        counted = weigh(tally(criterion, slice_, cluster="voter"), slice_.as_of)
+        if cluster == TWO_WAY:
+            counted.flags.append("weighted: intervals cluster by voter only (the weights are "
+                                 "the voters')")
+            cluster = "voter"
+    else:
+        counted = tally(criterion, slice_, cluster=cluster, margins=margins)
     if public and slice_.active() and _too_few_voters(counted, cluster):
         return _withheld(criterion, method, slice_)
     if method == "elo":
@@ -449,6 +467,8 @@ def rank_models(
                               certify=not public)  # (refits per request: analysts' only)
     ranking.flags = counted.flags + ranking.flags
     ranking.slice = _described(slice_)
+    if weights is not None:
+        ranking.slice["weights"] = weights
     if counted.margins:
         ranking.slice["reweighted"] = "; ".join(m.describe() for m in counted.margins)
     ranking.as_of = slice_.as_of

@@ -185,6 +185,7 @@ class Tally:
     calibration: Calibration | None = None
     margins: tuple[margin_rules.Margin, ...] = ()
     flags: list[str] = field(default_factory=list)
+    units: np.ndarray | None = None  # with cluster "voter": each unit's voter id
 
     @property
     def resample(self) -> str:
@@ -231,7 +232,8 @@ def tally(criterion: str, slice_: Slice = Slice(), *, cluster: str = TWO_WAY,
         found = PairCounts.crossed(len(ids), *labels, winners, losers, counts)
     else:
         found = PairCounts.from_rows(len(ids), _renumber(units), winners, losers, counts)
-    result = Tally(ids, names, found, cluster, flags=flags)
+    result = Tally(ids, names, found, cluster, flags=flags,
+                   units=np.unique(units) if cluster == "voter" else None)
     if margins:
         offset = len(unit_columns)
         codes = np.array([[_code(m, row[offset + k]) for k, m in enumerate(margins)]

@@ -31,6 +31,10 @@ from flask.cli import with_appcontext
               help="Reweight to population margins (repeatable: raking): continent, age_group "
               "or gender with default world shares, or your own, e.g. "
               "gender:female=0.5,male=0.5.")
+@click.option("--weights", type=click.Choice(["reliability"]),
+              help="Weight each voter's votes by the probability that they looked at the "
+              "images (from their agreement with the crowd and their gold answers): blind "
+              "tappers and scripts count for little. Bradley-Terry, intervals by voter.")
 @click.option("--ties", type=click.Choice(["half", "davidson"]), default="half",
               show_default=True, help="With --votes: count a tie as half a win each way, or "
               "fit Davidson's tie model (bootstrap intervals, ties drawn as ties).")
@@ -52,8 +56,8 @@ from flask.cli import with_appcontext
               help="Count the votes that do not count by default (too fast, distrusted).")
 @click.option("--poststratify", is_flag=True, help="Same as --margin continent.")
 @with_appcontext
-def rank_command(criterion, votes_file, method, rounds, intervals, cluster, margins, ties,
-                 seed, fmt, output, poststratify, **slice_options):
+def rank_command(criterion, votes_file, method, rounds, intervals, cluster, margins, weights,
+                 ties, seed, fmt, output, poststratify, **slice_options):
     """Rank models with Bradley-Terry or Elo, with 95% intervals and rank sets."""
     import numpy as np
 
@@ -68,8 +72,9 @@ def rank_command(criterion, votes_file, method, rounds, intervals, cluster, marg
     rounds = 1000 if rounds is None else rounds
     sliced = any(v not in (None, False) for v in slice_options.values())
     if votes_file is not None:
-        if sliced or poststratify or margins:
-            raise click.UsageError("slice options and margins apply to the database only")
+        if sliced or poststratify or margins or weights:
+            raise click.UsageError("slice options, margins and weights apply to the database "
+                                   "only")
         ranking = rank_votes_file(votes_file, ties=ties, rounds=rounds, rng=rng,
                                   intervals=intervals, cluster=cluster, method=method)
     elif criterion is None:
@@ -78,7 +83,7 @@ def rank_command(criterion, votes_file, method, rounds, intervals, cluster, marg
         ranking = rank_models(criterion, method=method, rounds=rounds, rng=rng,
                               slice_=Slice(**slice_options), intervals=intervals,
                               cluster=cluster or "voter+prompt", margins=margins,
-                              poststratify=poststratify)
+                              poststratify=poststratify, weights=weights)
     _write(ranking, fmt, output, exports)
 
 

@@ -257,8 +257,8 @@ def leaderboard():
     period's cut-off (:mod:`arena.analysis.published`). With an analyst token: any method
     (``bt`` with instant or bootstrap intervals, resampling ``cluster`` units: voters and
     prompts by default), slice,
-    margins (``margin=continent&margin=gender:female=0.5,male=0.5``) and format (json, csv,
-    parquet).
+    margins (``margin=continent&margin=gender:female=0.5,male=0.5``), reliability weights
+    (``weights=reliability``) and format (json, csv, parquet).
     ---
     security: [{}, {analystToken: []}]
     parameters:
@@ -281,6 +281,7 @@ def leaderboard():
       - include_flagged
       - poststratify
       - margin
+      - weights
     responses:
       "200":
         description: the ranking
@@ -296,7 +297,8 @@ def leaderboard():
     fmt = choice_arg("format", "json", ("json", "csv", "parquet"))
     method = request.args.get("method", "elo")
     detailed = (method != "elo" or fmt != "json"
-                or any(a in request.args for a in (*SLICE_ARGS, "poststratify", "margin")))
+                or any(a in request.args for a in (*SLICE_ARGS, "poststratify", "margin",
+                                                   "weights")))
     if not detailed:
         table = elo_table(criterion)
         return jsonify(criterion=criterion, method="elo", as_of=table.as_of.isoformat(),
@@ -312,7 +314,8 @@ def leaderboard():
         intervals=choice_arg("intervals", INTERVALS[0 if "bootstrap" in request.args else 1],
                              INTERVALS),
         cluster=choice_arg("cluster", CLUSTERS[0], CLUSTERS),
-        margins=request.args.getlist("margin"), poststratify=flag_arg("poststratify"))
+        margins=request.args.getlist("margin"), poststratify=flag_arg("poststratify"),
+        weights=request.args.get("weights") or None)
     if fmt != "json":
         return _download(exports.ranking_download(ranking, fmt))
     return jsonify(

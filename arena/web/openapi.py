@@ -19,6 +19,7 @@ from flask import current_app
 
 from arena.analysis.exports import VOTE_FORMATS
 from arena.analysis.leaderboard import INTERVALS, METHODS
+from arena.analysis.reliability import WEIGHTS
 from arena.analysis.tallies import CLUSTERS
 from arena.config import CRITERIA, LANGUAGES
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
@@ -140,6 +141,7 @@ def _query_parameters() -> dict:
         "seed": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
         "method": enum(METHODS), "intervals": enum(INTERVALS), "cluster": enum(CLUSTERS),
         "bootstrap": {"type": "integer", "minimum": 0, "maximum": 10_000},
+        "weights": enum(WEIGHTS),
         "age_group": enum(AGE_GROUPS), "gender": enum(GENDERS),
         "continent": enum(CONTINENTS), "country": enum(sorted(countries())),
         "language": enum(LANGUAGES), "category": {"type": "string"},

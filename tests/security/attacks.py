@@ -37,6 +37,9 @@ class Seen:
     container: dict[str, int] = field(default_factory=dict)  # what the file's header says
     content: int | None = None  # the pixels re-encoded: what any script holding them knows
     digest: str = ""  # the served file's SHA-256: which responses were the same bytes
+    # the size of the VP8 frame's first partition (its header data: modes, probabilities),
+    # read from the file's first bytes: a property of the picture, as ``content`` is
+    first_partition: int | None = None
 
     def features(self) -> dict[str, object]:
         """Everything but the pixels and the byte length (reported on its own)."""
@@ -52,18 +55,14 @@ class Seen:
 
 
 def container(data: bytes) -> dict[str, int]:
-    """The sizes a WebP file declares about itself (RIFF size, each chunk's size, the VP8
-    frame's first partition) and the run of zero bytes at its end: where padding outside the
-    image data would show."""
+    """The sizes a WebP file declares about itself (RIFF size, each chunk's size) and the
+    run of zero bytes at its end: where padding outside the image data would show."""
     out = {"riff size": int.from_bytes(data[4:8], "little") if data[:4] == b"RIFF" else -1}
     offset = 12
     while offset + 8 <= len(data):
         kind = data[offset:offset + 4].decode("latin-1")
         size = int.from_bytes(data[offset + 4:offset + 8], "little")
         out[f"chunk {kind.strip()} size"] = size
-        if kind == "VP8 " and offset + 11 <= len(data):  # (the frame tag's first 3 bytes)
-            tag = int.from_bytes(data[offset + 8:offset + 11], "little")
-            out["VP8 first partition size"] = tag >> 5
         offset += 8 + size + size % 2
     out["trailing zeros"] = len(data) - len(data.rstrip(b"\0"))
     return out
@@ -71,20 +70,23 @@ def container(data: bytes) -> dict[str, int]:
 
 def fetch(client, url: str, label: str, position: int, pixels: bool = False) -> Seen:
     """GET ``url`` as a browser would and note everything but the pixels (with ``pixels``,
-    also the length of the decoded pixels re-encoded: a statistic of the content itself)."""
+    also the length of the decoded pixels re-encoded and the size of the VP8 frame's first
+    partition: statistics of the content itself)."""
     path = re.sub(r"^https?://[^/]+", "", url)
     with client.get(path) as response:
         assert response.status_code == 200, (path, response.status_code)
         data = response.get_data()
         headers = {k.lower(): v for k, v in response.headers.items()}
     img = PILImage.open(io.BytesIO(data))
-    content = None
+    content = first_partition = None
     if pixels:
         buf = io.BytesIO()
         img.convert("RGB").save(buf, "WEBP", quality=82)
         content = len(buf.getvalue())
+        if data[12:16] == b"VP8 ":  # (the frame tag: 3 bytes, the size in its top 19 bits)
+            first_partition = int.from_bytes(data[20:23], "little") >> 5
     return Seen(url, label, position, headers, img.width, img.height, len(data),
-                container(data), content, hashlib.sha256(data).hexdigest())
+                container(data), content, hashlib.sha256(data).hexdigest(), first_partition)
 
 
 def chance_ceiling(n: int, alpha: float = 1e-3) -> float:
@@ -135,5 +137,7 @@ def attack(seen: list[Seen], rng: np.random.Generator, splits: int = 5) -> dict[
     columns["byte length"] = [s.length for s in seen]
     if all(s.content is not None for s in seen):
         columns["pixels re-encoded (content)"] = [s.content for s in seen]
+    if all(s.first_partition is not None for s in seen):
+        columns["VP8 first partition (content)"] = [s.first_partition for s in seen]
     return {name: float(np.mean([stump_accuracy(values, labels, rng) for _ in range(splits)]))
             for name, values in columns.items()}

@@ -1,0 +1,24 @@
+"""Smoke test of benchmarks/reliability.py (the figures in the docs come from its full run):
+every design prints both coverages, both errors and the voters' mean reliability."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from tests.web.servers import ROOT
+
+
+def test_the_reliability_benchmark_prints_each_design():
+    done = subprocess.run([sys.executable, "benchmarks/reliability.py", "--studies", "2",
+                           "--voters", "200"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = re.findall(r"^ *(\d+)% .*\| +([\d.]+)% +([\d.]+)% \| +([\d.]+) +([\d.]+) \|",
+                      done.stdout, re.M)
+    assert len(rows) == 7, done.stdout
+    for blind, plain, weighted, error_plain, error_weighted in rows:
+        if int(blind) >= 30:  # (two studies: the blind votes' pull shows already)
+            assert float(weighted) > float(plain), done.stdout
+            assert float(error_weighted) < float(error_plain), done.stdout
