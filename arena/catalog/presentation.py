@@ -30,11 +30,10 @@ from flask import current_app
 from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload
 
-from arena.catalog.images import presented_bytes, presented_length, presented_name
+from arena.catalog.images import presented_bytes, presented_length
 from arena.errors import NotFound
 from arena.extensions import db
 from arena.infra.secrets import derived_key
-from arena.infra.storage import get_storage
 from arena.models import HypeRun, HypeStage, HypeTrial, Image, Owner, Task
 
 FILLER = 64  # bytes at least at the end of every arena file: keyed filler, never the picture's
@@ -169,12 +168,7 @@ def refresh_padding(run: HypeRun) -> int:
     pool = db.session.scalars(select(Image).where(
         Image.quarantined.is_(False),
         Image.is_real.is_(True) | Image.model_id.in_([m.id for m in run.models]))).all()
-    storage = get_storage()
-    largest = 0
-    for image in [*pool, *run.masks]:
-        name = presented_name(image.sha256, size)
-        length = storage.size(name) if storage.exists(name) else len(presented_bytes(image, size))
-        largest = max(largest, length)
+    largest = max((presented_length(image, size) for image in [*pool, *run.masks]), default=0)
     run.pad_bytes = max(run.pad_bytes or 0, largest + largest % 2)
     return run.pad_bytes
 

@@ -121,7 +121,14 @@
   function showViewed() {
     var link = viewed.links[viewed.index];
     var img = viewer.querySelector("img");
-    img.src = link.href;
+    var shown = link.closest("label.choice").querySelector("img");
+    // the card's picture at once, the larger one once it has come (made when first asked for)
+    img.src = shown.currentSrc || shown.src;
+    var large = new Image();
+    large.onload = function () {
+      if (viewed.links[viewed.index] === link) img.src = link.href;
+    };
+    large.src = link.href;
     img.alt = link.dataset.label;
     viewer.querySelector(".viewer-label").textContent = link.dataset.label;
   }

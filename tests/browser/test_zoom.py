@@ -15,9 +15,8 @@ SWIPE = """(viewer) => {
     viewer.dispatchEvent(new TouchEvent('touchend', {touches: [],
         changedTouches: [touch(120)], bubbles: true}));
 }"""
-LOADED = """img => img.complete && img.naturalWidth ? img.currentSrc
-    : new Promise(done => img.addEventListener('load', () => done(img.currentSrc),
-                                                {once: true}))"""
+# (the viewer shows the card's picture at once, then the larger one once it has come)
+LARGE = """([img, url]) => img.complete && img.naturalWidth && img.currentSrc.endsWith(url)"""
 
 
 def test_enlarge_swipe_and_close(app, live_server, phone):
@@ -34,13 +33,13 @@ def test_enlarge_swipe_and_close(app, live_server, phone):
     viewer = phone.locator("dialog.viewer")
     viewer.wait_for()
     image = viewer.locator("img")
-    assert image.evaluate(LOADED).endswith(large[0])
+    phone.wait_for_function(LARGE, arg=[image.element_handle(), large[0]])
     box, view = image.bounding_box(), phone.viewport_size
     assert box["width"] >= 0.95 * view["width"]  # the whole width of the phone
     assert viewer.locator(".viewer-label").inner_text() == "Top image"
     viewer.evaluate(SWIPE)
     assert viewer.locator(".viewer-label").inner_text() == "Bottom image"
-    assert image.evaluate(LOADED).endswith(large[1])
+    phone.wait_for_function(LARGE, arg=[image.element_handle(), large[1]])
     viewer.get_by_role("button", name="Other image").tap()
     assert viewer.locator(".viewer-label").inner_text() == "Top image"
     viewer.get_by_role("button", name="Close").tap()
