@@ -34,13 +34,14 @@ def _spread(ranking) -> float:
     return max(ratings) - min(ratings)
 
 
-@pytest.fixture
-def voted(app):
+def _vote(app):
+    """24 voters of the crowd's order (a neighbouring pair swapped by a third of them) and
+    12 who tap the left image."""
     app.config.update(VALIDATION_RATE=0.0, REVEAL_WORD_MS=0)
     rng = np.random.default_rng(0)
     with app.app_context():
         make_campaign(n_prompts=4, n_models=4)
-        for k in range(24):  # the crowd, a neighbouring pair swapped by a third of it
+        for k in range(24):
             order = list(ORDER)
             if k % 3 == 0:
                 i = int(rng.integers(0, 3))
@@ -51,7 +52,13 @@ def voted(app):
     return app
 
 
-def test_tappers_count_for_little_and_the_order_sharpens(voted):
+@pytest.fixture
+def voted(app):
+    return _vote(app)
+
+
+def test_tappers_count_for_little_and_the_order_sharpens(any_app):
+    voted = _vote(any_app)
     with voted.app_context():
         plain = rank_models("preference", intervals="instant", cluster="voter")
         weighted = rank_models("preference", intervals="instant", weights="reliability")
