@@ -400,7 +400,8 @@ def rank_models(
     ``method="elo"``: the online Elo order (sequential Elo replayed over the sliced votes
     when a slice is given), without intervals.
     ``weights="reliability"``: each voter's votes weighted by the probability that they
-    looked (:mod:`arena.analysis.reliability`); Bradley-Terry, intervals by voter.
+    looked (:mod:`arena.analysis.reliability`); Bradley-Terry, clustered by voter (and
+    prompt).
 
     Raises
     ------
@@ -420,7 +421,7 @@ def rank_models(
             raise RankingError(f"weights must be one of {', '.join(WEIGHTS)}", field="weights")
         if method != "bt" or margins or cluster not in ("voter", TWO_WAY) or public:
             raise RankingError("reliability weights apply to Bradley-Terry without margins, "
-                               "with intervals by voter", field="weights")
+                               "with intervals that resample voters", field="weights")
     if public:
         edition = published.elo()
         slice_ = slice_.published_at(edition.as_of)
@@ -446,14 +447,9 @@ def rank_models(
         if public and not slice_.active():
             _published_leads(criterion, ranking)
         return ranking
+    counted = tally(criterion, slice_, cluster=cluster, margins=margins)
     if weights is not None:
-        counted = weigh(tally(criterion, slice_, cluster="voter"), slice_.as_of)
-        if cluster == TWO_WAY:
-            counted.flags.append("weighted: intervals cluster by voter only (the weights are "
-                                 "the voters')")
-            cluster = "voter"
-    else:
-        counted = tally(criterion, slice_, cluster=cluster, margins=margins)
+        counted = weigh(counted, slice_.as_of)
     if public and slice_.active() and _too_few_voters(counted, cluster):
         return _withheld(criterion, method, slice_)
     if method == "elo":

@@ -20,10 +20,11 @@ CHUNK = 5_000  # voters per statement (SQLite's limit on parameters)
 
 
 def weigh(counted: Tally, as_of: datetime | None = None) -> Tally:
-    """``counted`` (units are voters) with each voter's votes scaled by their reliability,
+    """``counted`` (units are voters, or voters and prompts) with each voter's votes scaled
+    by their reliability,
     from those votes and their gold answers stamped before ``as_of`` (all when None), and a
     flag saying how much the weighting took."""
-    voters = counted.units.tolist()
+    voters = counted.voters.tolist()
     if not voters:
         return counted
     right, wrong = np.zeros(len(voters)), np.zeros(len(voters))
@@ -38,11 +39,14 @@ def weigh(counted: Tally, as_of: datetime | None = None) -> Tally:
             query = query.where(Vote.created_at < as_of)
         for voter, ok, failed in db.session.execute(query):
             right[place[voter]], wrong[place[voter]] = ok or 0, failed or 0
-    found, _ = reliability.fit(counted.counts, right, wrong)
-    votes = counted.counts.ab + counted.counts.ba + counted.counts.tie
-    kept = float((votes * found.r[counted.counts.unit]).sum())
+    counts = counted.counts
+    two_way = counts.ways is not None
+    found, _ = reliability.fit(counts.way(0) if two_way else counts, right, wrong)
+    per_unit = found.r[counts.ways[0]] if two_way else found.r  # (two-way: voter x prompt)
+    votes = counts.ab + counts.ba + counts.tie
+    kept = float((votes * per_unit[counts.unit]).sum())
     flag = (f"weighted by reliability: the {len(voters):,d} voters' {votes.sum():,.0f} votes "
             f"weigh {kept:,.0f}; {int((found.r < 0.5).sum()):,d} voters more likely blind "
             f"than attentive (the crowd's share of attentive voters: {found.crowd:.0%})")
-    return replace(counted, counts=reliability.weighted(counted.counts, found.r),
+    return replace(counted, counts=reliability.weighted(counts, per_unit),
                    flags=[*counted.flags, flag])
