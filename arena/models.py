@@ -251,6 +251,8 @@ class Voter(db.Model):
     # held out of the rankings by an operator (arena votes suspects --hold): every vote of
     # theirs, past and to come, is flagged ``held``
     held_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # what the screen found ("favours X (z 4.2 over 36 votes)"), for the operator's review
+    held_reason: Mapped[str | None] = mapped_column(String(200))
     # released by an operator: the screen holds them no more (an operator still may)
     released_at: Mapped[datetime | None] = mapped_column(DateTime)
 

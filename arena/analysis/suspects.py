@@ -37,6 +37,17 @@ class Suspect:
     network: bool = False  # named because their network's voters favour the model together
     side: str | None = None  # named because they choose this side of the screen, not images
 
+    @property
+    def reason(self) -> str:
+        """What the screen found, in a line for the operator's review."""
+        found = []
+        if self.model:
+            found.append(f"favours {self.model} (z {self.z:.1f} over {self.votes} votes)"
+                         + (" with its network's voters" if self.network else ""))
+        if self.side:
+            found.append(f"always the {self.side} image")
+        return "; ".join(found)
+
 
 def suspects(criterion: str, slice_: Slice | None = None, alpha: float = 0.01,
              reference: datetime | None = None) -> list[Suspect]:
@@ -135,39 +146,54 @@ def _per_voter(criterion: str, ids: list[int], slice_: Slice):
                                         [index[r[2]] for r in rows], [r[3] for r in rows])
 
 
-def hold(public_ids, progress=None) -> int:
+def hold(public_ids, progress=None, reasons: dict[str, str] | None = None) -> int:
     """Hold these voters out: flag every vote of theirs ``held`` (and their next ones), build
     the rollups again from the log and replay the online Elo and counters (``progress`` per
-    vote replayed). Returns how many voters were not held before. Unknown ids are ignored."""
-    return _set_held(public_ids, True, progress)
+    vote replayed); ``reasons`` (by public id) say why, for the review. Returns how many
+    voters were not held before. Unknown ids are ignored."""
+    return _set_held(public_ids, True, progress, reasons or {})
 
 
 def release(public_ids, progress=None) -> int:
     """Undo :func:`hold` for these voters. Returns how many were held."""
-    return _set_held(public_ids, False, progress)
+    return _set_held(public_ids, False, progress, {})
 
 
-def held() -> list[tuple[str, int]]:
-    """(public id, votes) of every held voter, held first first."""
+@dataclass(frozen=True)
+class Held:
+    public_id: str
+    votes: int
+    held_at: datetime
+    reason: str | None  # None: held by an operator's list without one
+
+
+def held() -> list[Held]:
+    """Every held voter, with their votes and why, held first first."""
     rows = db.session.execute(
-        select(Voter.public_id, func.count(Vote.id)).outerjoin(Vote, Vote.voter_id == Voter.id)
-        .where(Voter.held_at.is_not(None)).group_by(Voter.id, Voter.public_id, Voter.held_at)
+        select(Voter.public_id, func.count(Vote.id), Voter.held_at, Voter.held_reason)
+        .outerjoin(Vote, Vote.voter_id == Voter.id).where(Voter.held_at.is_not(None))
+        .group_by(Voter.id, Voter.public_id, Voter.held_at, Voter.held_reason)
         .order_by(Voter.held_at, Voter.id)).all()
-    return [(public_id, count) for public_id, count in rows]
+    return [Held(*row) for row in rows]
 
 
-def _set_held(public_ids, holding: bool, progress) -> int:
+def _set_held(public_ids, holding: bool, progress, reasons: dict[str, str]) -> int:
     with write_transaction():
-        rows = db.session.execute(select(Voter.id, Voter.held_at).where(
+        rows = db.session.execute(select(Voter.id, Voter.public_id, Voter.held_at).where(
             Voter.public_id.in_(list(public_ids)))).all()
-        changed = [voter_id for voter_id, at in rows if (at is None) == holding]
+        changed = [(voter_id, public_id) for voter_id, public_id, at in rows
+                   if (at is None) == holding]
         if not rows:
             return 0
         now = utcnow()
-        db.session.execute(update(Voter).where(Voter.id.in_(changed)).values(
-            held_at=now if holding else None, released_at=None if holding else now))
+        if changed:  # (by primary key: one executemany)
+            db.session.execute(update(Voter), [
+                {"id": voter_id, "held_at": now if holding else None,
+                 "released_at": None if holding else now,
+                 "held_reason": (reasons.get(public_id) or "")[:200] or None}
+                for voter_id, public_id in changed])
         # (every vote of theirs, again: one cast while the hold was being decided too)
-        ids = [voter_id for voter_id, _ in rows]
+        ids = [row[0] for row in rows]
         flags = Vote.flags.op("|")(HELD) if holding else Vote.flags.op("&")(~HELD)
         db.session.execute(update(Vote).where(Vote.voter_id.in_(ids)).values(flags=flags))
         rollups.reset()
@@ -185,13 +211,15 @@ def screen(progress=None) -> list[str]:
         alpha = current_app.config["SCREEN_ALPHA"]
         # (the crowd as it stood a period earlier: what a farm of this period could not move)
         earlier = before - timedelta(seconds=float(current_app.config["PUBLISHED_PERIOD_S"]))
-        named = {s.public_id for criterion in CRITERIA
-                 for s in suspects(criterion, Slice(as_of=before), alpha, earlier)}
+        reasons: dict[str, list[str]] = {}
+        for criterion in CRITERIA:
+            for s in suspects(criterion, Slice(as_of=before), alpha, earlier):
+                reasons.setdefault(s.public_id, []).append(f"{criterion}: {s.reason}")
         fresh = db.session.scalars(select(Voter.public_id).where(
-            Voter.public_id.in_(sorted(named)), Voter.held_at.is_(None),
-            Voter.released_at.is_(None))).all() if named else []
+            Voter.public_id.in_(sorted(reasons)), Voter.held_at.is_(None),
+            Voter.released_at.is_(None))).all() if reasons else []
         if fresh:
-            hold(fresh, progress)
+            hold(fresh, progress, {p: "; ".join(reasons[p]) for p in fresh})
         return sorted(fresh)
 
     return published.figures(published.SCREEN, published.ALL, run, screened=False).payload

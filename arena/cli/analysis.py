@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import click
@@ -219,7 +220,9 @@ def suspects_command(criterion, alpha, hold):
                    f"{s.gold_passed}/{s.gold_failed}"
                    + ("  (with their network's voters)" if s.network else ""))
     if hold and found:
-        _held(screen.hold, [s.public_id for s in found], "held out")
+        _held(partial(screen.hold, reasons={s.public_id: f"{criterion}: {s.reason}"
+                                            for s in found}),
+              [s.public_id for s in found], "held out")
 
 
 @votes_group.command("release")
@@ -235,13 +238,14 @@ def release_command(voters):
 @votes_group.command("held")
 @with_appcontext
 def held_command():
-    """The voters held out of the rankings, and their votes."""
+    """The voters held out of the rankings: their votes, since when, and why."""
     from arena.analysis.suspects import held
 
     rows = held()
     click.echo(f"{len(rows):,d} voters held out")
-    for public_id, count in rows:
-        click.echo(f"{public_id:34} {count:>8,d} votes")
+    for row in rows:
+        click.echo(f"{row.public_id:34} {row.votes:>8,d} votes  held {row.held_at:%Y-%m-%d %H:%M}"
+                   f"  {row.reason or 'by an operator'}")
 
 
 def _held(change, voters, done: str) -> None:

@@ -57,7 +57,10 @@ def test_every_page_fits_a_360_px_phone(app, live_server, browser):
         operator_token = tokens.create_token("ops", role="operator")
         task = db.session.scalars(select(Task).order_by(Task.id)).first()
         image_reports.report(db.session.get(Voter, task.voter_id), task.id, "left", "broken")
-        suspects.hold([db.session.scalar(select(Voter.public_id).order_by(Voter.id))])
+        held = db.session.scalar(select(Voter.public_id).order_by(Voter.id))
+        suspects.hold([held], reasons={held: "preference: favours Aurora-XL (z 4.2 over 36 "
+                                             "votes) with its network's voters; always the "
+                                             "left image"})
     context = browser.new_context(viewport={"width": 360, "height": 640}, has_touch=True,
                                   is_mobile=True)
     page, problems = context.new_page(), {}

@@ -4,6 +4,8 @@ with tastes of their own are not, and once held out their votes count nowhere.""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from sqlalchemy import select
 
@@ -99,6 +101,11 @@ def test_the_rollup_timer_holds_a_farm_out_and_respects_a_release(app, runner):
         held = set(db.session.scalars(select(Voter.public_id).where(
             Voter.held_at.is_not(None))))
         assert held == set(farm)
+    listed = runner.invoke(args=["votes", "held"]).output
+    assert "8 voters held out" in listed
+    for public_id in farm:  # each with what the screen found, for the operator's review
+        line = next(row for row in listed.splitlines() if row.startswith(public_id))
+        assert re.search(r"preference: favours model-3 \(z \d+\.\d over \d+ votes\)", line), line
     # the same period: the screen has run (it says what it did); a release by an operator
     # outlives the next periods' screens
     assert "held out 8 voters this period" in runner.invoke(args=["votes", "rollup"]).output
@@ -128,9 +135,16 @@ def test_the_operator_page_lists_the_voters_held_out(app, client):
     assert sign_in(client, token).status_code == 303
     assert "None. The hourly rollup holds out" in client.get("/admin/").get_data(as_text=True)
     with app.app_context():
-        assert suspects.hold([public_id]) == 1
+        assert suspects.hold([public_id], reasons={public_id: "preference: favours X"}) == 1
+        other = new_voter().public_id
+        assert suspects.hold([other]) == 1
     page = client.get("/admin/").get_data(as_text=True)
-    assert f"<code>{public_id}</code> · 0 vote(s)" in page and "arena votes release" in page
+    assert f"<code>{public_id}</code> · 0 vote(s) · held " in page and "arena votes release" in page
+    assert "preference: favours X" in page and "held by an operator" in page
+    with app.app_context():
+        assert suspects.release([public_id]) == 1
+        assert db.session.scalar(select(Voter.held_reason).where(
+            Voter.public_id == public_id)) is None
 
 
 def test_a_farm_of_the_last_period_never_shows_before_the_timer_screens_it(app, runner):
