@@ -752,17 +752,19 @@ def networks(n_units: int, farm: np.ndarray, seed: int, shared: int = 10,
 
 
 def attentive_crowd(rng, *, voters=400, blind=0.3, minority=0.15, models=8, probit=True,
-                    gold=True):
+                    gold=True, reverse=False):
     """Votes of attentive voters (most of the crowd's taste, ``minority`` of them with two
-    neighbouring models swapped), and ``blind`` tappers (benchmarks/reliability.py); heavy
+    neighbouring models swapped, or with ``reverse`` the whole order reversed), and
+    ``blind`` tappers (benchmarks/reliability.py); heavy
     voters (log-normal counts, up to 400), answers drawn from a probit curve (or with
     ``probit`` False the logistic one fitted); a tenth of each voter's tasks gold (for all
     or, without ``gold``, for none). Returns the counts by voter, gold right and wrong per
     voter, each voter's kind (0 crowd, 1 minority, 2 blind), their votes, and the attentive
     crowd's population value (log-strengths, centred)."""
     s = np.linspace(-1.2, 1.2, models)
-    own = s.copy()
-    own[[3, 4]] = own[[4, 3]]
+    own = -s if reverse else s.copy()
+    if not reverse:
+        own[[3, 4]] = own[[4, 3]]
     kind = rng.choice(3, voters, p=[1 - blind - minority, minority, blind])
     n = np.minimum(rng.lognormal(3.0, 1.0, voters).astype(int) + 5, 400)
     unit = np.repeat(np.arange(voters), n)

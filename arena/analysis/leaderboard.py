@@ -400,8 +400,7 @@ def rank_models(
     ``method="elo"``: the online Elo order (sequential Elo replayed over the sliced votes
     when a slice is given), without intervals.
     ``weights="reliability"``: each voter's votes weighted by the probability that they
-    looked (:mod:`arena.analysis.reliability`); Bradley-Terry, clustered by voter (and
-    prompt).
+    looked (:mod:`arena.analysis.reliability`); Bradley-Terry, intervals by voter.
 
     Raises
     ------
@@ -447,9 +446,14 @@ def rank_models(
         if public and not slice_.active():
             _published_leads(criterion, ranking)
         return ranking
-    counted = tally(criterion, slice_, cluster=cluster, margins=margins)
     if weights is not None:
-        counted = weigh(counted, slice_.as_of)
+        counted = weigh(tally(criterion, slice_, cluster="voter"), slice_.as_of)
+        if cluster == TWO_WAY:
+            counted.flags.append("weighted: intervals cluster by voter only (the weights are "
+                                 "the voters')")
+            cluster = "voter"
+    else:
+        counted = tally(criterion, slice_, cluster=cluster, margins=margins)
     if public and slice_.active() and _too_few_voters(counted, cluster):
         return _withheld(criterion, method, slice_)
     if method == "elo":

@@ -20,10 +20,10 @@ CHUNK = 5_000  # voters per statement (SQLite's limit on parameters)
 
 
 def weigh(counted: Tally, as_of: datetime | None = None) -> Tally:
-    """``counted`` (units are voters, or voters and prompts) with each voter's votes scaled
-    by their reliability,
-    from those votes and their gold answers stamped before ``as_of`` (all when None), and a
-    flag saying how much the weighting took."""
+    """``counted`` (units are voters) with each voter's votes scaled by their reliability,
+    from those votes and their gold answers stamped before ``as_of`` (all when None), and
+    flags saying how much the weighting took and whether the voters it took for blind
+    answer as a taste of their own (:func:`arena.ranking.reliability.taste_check`)."""
     voters = counted.voters.tolist()
     if not voters:
         return counted
@@ -40,13 +40,17 @@ def weigh(counted: Tally, as_of: datetime | None = None) -> Tally:
         for voter, ok, failed in db.session.execute(query):
             right[place[voter]], wrong[place[voter]] = ok or 0, failed or 0
     counts = counted.counts
-    two_way = counts.ways is not None
-    found, _ = reliability.fit(counts.way(0) if two_way else counts, right, wrong)
-    per_unit = found.r[counts.ways[0]] if two_way else found.r  # (two-way: voter x prompt)
+    found, strengths = reliability.fit(counts, right, wrong)
     votes = counts.ab + counts.ba + counts.tie
-    kept = float((votes * per_unit[counts.unit]).sum())
-    flag = (f"weighted by reliability: the {len(voters):,d} voters' {votes.sum():,.0f} votes "
-            f"weigh {kept:,.0f}; {int((found.r < 0.5).sum()):,d} voters more likely blind "
-            f"than attentive (the crowd's share of attentive voters: {found.crowd:.0%})")
-    return replace(counted, counts=reliability.weighted(counts, per_unit),
-                   flags=[*counted.flags, flag])
+    kept = float((votes * found.r[counts.unit]).sum())
+    flags = [f"weighted by reliability: the {len(voters):,d} voters' {votes.sum():,.0f} votes "
+             f"weigh {kept:,.0f}; {int((found.r < 0.5).sum()):,d} voters more likely blind "
+             f"than attentive (the crowd's share of attentive voters: {found.crowd:.0%})"]
+    check = reliability.taste_check(counts, found.r, strengths)
+    if check.taste:
+        favourites = ", ".join(counted.names[k] for k in check.order[:3])
+        flags.append(f"the {check.voters:,d} voters taken for blind agree with one another "
+                     f"(first {favourites}; p = {check.p:.1g}): a taste of their own, which "
+                     "the weights silence; compare with the unweighted ranking")
+    return replace(counted, counts=reliability.weighted(counts, found.r),
+                   flags=[*counted.flags, *flags])

@@ -185,8 +185,7 @@ class Tally:
     calibration: Calibration | None = None
     margins: tuple[margin_rules.Margin, ...] = ()
     flags: list[str] = field(default_factory=list)
-    # clustered by voter (or voter and prompt): the voters' ids, in the order of their index
-    voters: np.ndarray | None = None
+    voters: np.ndarray | None = None  # clustered by voter: each unit's voter id
 
     @property
     def resample(self) -> str:
@@ -234,7 +233,7 @@ def tally(criterion: str, slice_: Slice = Slice(), *, cluster: str = TWO_WAY,
     else:
         found = PairCounts.from_rows(len(ids), _renumber(units), winners, losers, counts)
     result = Tally(ids, names, found, cluster, flags=flags,
-                   voters=np.unique(units) if cluster in ("voter", TWO_WAY) else None)
+                   voters=np.unique(units) if cluster == "voter" else None)
     if margins:
         offset = len(unit_columns)
         codes = np.array([[_code(m, row[offset + k]) for k, m in enumerate(margins)]

@@ -10,10 +10,11 @@ that they are attentive (:func:`reliability`). Blind voters' evidence adds up an
 answer, so they fall towards 0 as they vote, and a voter of a handful of answers keeps
 about the crowd's share.
 
-A taste of one's own costs little: a disagreement on a close pair (``expit`` near one
-half) is about as likely from an attentive voter as from a blind one, and a voter who
-agrees with the crowd on every other pair is far from blind; only answers no likelier than
-a coin's on clear pairs, or wrong gold answers, lower it.
+From choices alone a blind voter cannot be told from one who finds every model alike, and
+the model measures attention against the crowd's taste: a disagreement on a close pair costs
+little (``expit`` near one half), but a minority that orders the models its own way (the
+crowd's order reversed, a few models it prefers) is taken for blind. :func:`taste_check`
+says so: blind voters' answers, pooled, favour no model; a minority's favour its own.
 
 :func:`fit` alternates the two: strengths weighted by the voters' reliability, then the
 reliability from the strengths, a few rounds. :func:`weighted` hands the result to the
@@ -25,12 +26,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.special import expit
+from scipy.optimize import minimize_scalar
+from scipy.special import chdtrc, expit, log_expit
 
 from arena.ranking.bradley_terry import bradley_terry
 from arena.ranking.pairs import PairCounts
 
 SLIP = 0.05  # an attentive voter's share of wrong gold answers (a damaged copy missed)
+LOG2 = float(np.log(2.0))
 
 
 @dataclass(frozen=True)
@@ -63,10 +66,11 @@ def reliability(data: PairCounts, log_strengths: np.ndarray, gold_right=None,
     if right.shape != (n,) or wrong.shape != (n,):
         raise ValueError("gold answers must be given per unit")
     s = np.asarray(log_strengths, dtype=float)
-    p_ab = expit(s[data.a] - s[data.b])  # the first model of each row wins, attentively
-    # log(likelihood if attentive / if blind), summed per voter over their answers
-    ratio = (np.bincount(data.unit, weights=data.ab * np.log(2 * p_ab)
-                         + data.ba * np.log(2 * (1 - p_ab)), minlength=n)
+    gap = s[data.a] - s[data.b]  # the first model of each row wins, attentively, expit(gap)
+    # log(likelihood if attentive / if blind), summed per voter over their answers (through
+    # log_expit: the wide gaps unanimous votes fit stay finite)
+    evidence = data.ab * (LOG2 + log_expit(gap)) + data.ba * (LOG2 + log_expit(-gap))
+    ratio = (np.bincount(data.unit, weights=evidence, minlength=n)
              + right * np.log(2 * (1 - slip)) + wrong * np.log(2 * slip))
     answers = (np.bincount(data.unit, weights=data.ab + data.ba, minlength=n) + right + wrong)
     crowd = 0.5
@@ -97,3 +101,50 @@ def fit(data: PairCounts, gold_right=None, gold_wrong=None, *, rounds: int = 5,
         strengths = bradley_terry(weighted(data, found.r).matrix()).log_strengths
         found = reliability(data, strengths, gold_right, gold_wrong, **options)
     return found, strengths
+
+
+@dataclass(frozen=True)
+class TasteCheck:
+    """Whether the voters taken for blind (``r`` below one half) answer as a taste of their
+    own: ``statistic`` (a likelihood ratio), its ``p`` value, and their pooled order."""
+
+    voters: int
+    statistic: float
+    p: float
+    order: np.ndarray  # the items, their pooled favourite first
+
+    @property
+    def taste(self) -> bool:
+        return self.p < TASTE_P
+
+
+TASTE_P = 1e-3  # a taste is reported past this p value: blind voters rarely reach it
+
+
+def taste_check(data: PairCounts, r: np.ndarray, crowd: np.ndarray) -> TasteCheck:
+    """The answers of the voters more likely blind than attentive, pooled: blind voters' favour
+    no model, so their Bradley-Terry strengths are flat but for chance; attentive voters of
+    the crowd's taste among them (a few, of few votes) pull towards the crowd's ``crowd``
+    log-strengths. The likelihood ratio of a free fit against the best fit along the crowd's
+    direction (a non-negative multiple, flat included), about chi-square with n - 1 degrees
+    of freedom when they are blind; a minority of another order exceeds it by far."""
+    low = np.flatnonzero(np.asarray(r) < 0.5)
+    keep = np.isin(data.unit, low)
+    a, b, ab, ba = data.a[keep], data.b[keep], data.ab[keep], data.ba[keep]
+    n = data.n_items
+    if not ab.sum() + ba.sum():
+        return TasteCheck(len(low), 0.0, 1.0, np.arange(n))
+
+    def loglik(s):
+        return float((ab * log_expit(s[a] - s[b]) + ba * log_expit(s[b] - s[a])).sum())
+
+    wins = np.zeros((n, n))
+    np.add.at(wins, (a, b), ab)
+    np.add.at(wins, (b, a), ba)
+    free = bradley_terry(wins).log_strengths
+    direction = np.asarray(crowd, dtype=float) - np.mean(crowd)
+    along = minimize_scalar(lambda k: -loglik(k * direction), bounds=(0.0, 10.0),
+                            method="bounded")
+    statistic = max(0.0, 2 * (loglik(free) - loglik(along.x * direction)))
+    return TasteCheck(len(low), statistic, float(chdtrc(n - 1, statistic)),
+                      np.argsort(-free, kind="stable"))

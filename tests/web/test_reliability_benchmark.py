@@ -15,10 +15,11 @@ def test_the_reliability_benchmark_prints_each_design():
                            "--voters", "200"], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    rows = re.findall(r"^ *(\d+)% .*\| +([\d.]+)% +([\d.]+)% \| +([\d.]+) +([\d.]+) \|",
-                      done.stdout, re.M)
-    assert len(rows) == 7, done.stdout
-    for blind, plain, weighted, error_plain, error_weighted in rows:
-        if int(blind) >= 30:  # (two studies: the blind votes' pull shows already)
+    rows = re.findall(r"^ *(\d+)% .* (a swap|reversed) .*\| +([\d.]+)% +([\d.]+)% \| +"
+                      r"([\d.]+) +([\d.]+) \|.*\| (\d+)%$", done.stdout, re.M)
+    assert len(rows) == 9, done.stdout
+    for blind, order, plain, weighted, error_plain, error_weighted, reported in rows:
+        if int(blind) >= 30 and order == "a swap":  # (two studies: the pull shows already)
             assert float(weighted) > float(plain), done.stdout
             assert float(error_weighted) < float(error_plain), done.stdout
+        assert (reported == "100") == (order == "reversed"), done.stdout
