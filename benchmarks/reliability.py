@@ -10,8 +10,9 @@ minorities whose order is the crowd's reversed, which the weights take for blind
 it prints how often the voter-clustered 95% intervals cover the attentive crowd's
 population value (its minority included) unweighted and weighted by reliability
 (``arena rank --weights reliability``), the mean error of the log-strengths, the mean
-reliability of each kind of voter, and how often the taste check reported that the voters
-taken for blind agree with one another.
+reliability of each kind of voter, how often the taste check reported that the voters
+taken for blind agree with one another, and the coverage and error weighted by gold answers
+alone (``--weights gold``).
 """
 
 from __future__ import annotations
@@ -43,14 +44,15 @@ DESIGNS = [  # (blind, minority, probit curve, gold, the minority's order revers
 def study(design, studies: int, voters: int, seed: int) -> dict:
     blind, minority, probit, gold, reverse = design
     rng = np.random.default_rng(seed)
-    cover, error, r, reported = [[], []], [[], []], [[], [], []], 0
+    cover, error, r, reported = [[], [], []], [[], [], []], [[], [], []], 0
     for _ in range(studies):
         data, right, wrong, kind, _, truth = attentive_crowd(
             rng, voters=voters, blind=blind, minority=minority, probit=probit, gold=gold,
             reverse=reverse)
         found, strengths = fit(data, right, wrong)
         reported += taste_check(data, found.r, strengths).taste
-        for k, counts in enumerate((data, weighted(data, found.r))):
+        by_gold, _ = fit(data, right, wrong, votes=False)
+        for k, counts in enumerate((data, weighted(data, found.r), weighted(data, by_gold.r))):
             inside, err = covered(counts, truth)
             cover[k].append(inside.mean())
             error[k].append(err)
@@ -69,7 +71,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{args.studies} studies per design, {args.voters} voters, 8 models")
     print(f"{'blind':>5} {'minority':>17} {'curve':>8} {'gold':>4} | {'coverage':>17} | "
-          f"{'error (log-strength)':>20} | reliability: crowd minority blind | taste reported")
+          f"{'error (log-strength)':>20} | reliability: crowd minority blind | taste reported"
+          f" | weighted by gold alone: coverage, error")
     print(f"{'':>39}| {'plain':>8} {'weighted':>8} | {'plain':>9} {'weighted':>10} |")
     for seed, design in enumerate(DESIGNS):
         blind, minority, probit, gold, reverse = design
@@ -79,7 +82,7 @@ def main() -> None:
               f"{'yes' if gold else 'no':>4} | {found['cover'][0]:8.1%} "
               f"{found['cover'][1]:8.1%} | {found['error'][0]:9.3f} {found['error'][1]:10.3f}"
               f" | {found['r'][0]:5.2f} {found['r'][1]:8.2f} {found['r'][2]:5.2f} | "
-              f"{found['reported']:.0%}")
+              f"{found['reported']:.0%} | {found['cover'][2]:.1%}, {found['error'][2]:.3f}")
 
 
 if __name__ == "__main__":

@@ -400,7 +400,8 @@ def rank_models(
     ``method="elo"``: the online Elo order (sequential Elo replayed over the sliced votes
     when a slice is given), without intervals.
     ``weights="reliability"``: each voter's votes weighted by the probability that they
-    looked (:mod:`arena.analysis.reliability`); Bradley-Terry, intervals by voter.
+    looked (:mod:`arena.analysis.reliability`), ``"gold"`` by their gold answers alone;
+    Bradley-Terry, intervals by voter.
 
     Raises
     ------
@@ -419,7 +420,7 @@ def rank_models(
         if weights not in WEIGHTS:
             raise RankingError(f"weights must be one of {', '.join(WEIGHTS)}", field="weights")
         if method != "bt" or margins or cluster not in ("voter", TWO_WAY) or public:
-            raise RankingError("reliability weights apply to Bradley-Terry without margins, "
+            raise RankingError("voters' weights apply to Bradley-Terry without margins, "
                                "with intervals that resample voters", field="weights")
     if public:
         edition = published.elo()
@@ -447,7 +448,7 @@ def rank_models(
             _published_leads(criterion, ranking)
         return ranking
     if weights is not None:
-        counted = weigh(tally(criterion, slice_, cluster="voter"), slice_.as_of)
+        counted = weigh(tally(criterion, slice_, cluster="voter"), slice_.as_of, weights)
         if cluster == TWO_WAY:
             counted.flags.append("weighted: intervals cluster by voter only (the weights are "
                                  "the voters')")

@@ -15,15 +15,17 @@ from arena.extensions import db
 from arena.models import Vote
 from arena.ranking import reliability
 
-WEIGHTS = ("reliability",)
+WEIGHTS = ("reliability", "gold")  # from votes and gold answers / from gold answers alone
 CHUNK = 5_000  # voters per statement (SQLite's limit on parameters)
 
 
-def weigh(counted: Tally, as_of: datetime | None = None) -> Tally:
+def weigh(counted: Tally, as_of: datetime | None = None, weights: str = "reliability"
+          ) -> Tally:
     """``counted`` (units are voters) with each voter's votes scaled by their reliability,
-    from those votes and their gold answers stamped before ``as_of`` (all when None), and
-    flags saying how much the weighting took and whether the voters it took for blind
-    answer as a taste of their own (:func:`arena.ranking.reliability.taste_check`)."""
+    from those votes and their gold answers stamped before ``as_of`` (all when None), or
+    with ``weights="gold"`` from the gold answers alone, and flags saying how much the
+    weighting took and whether the voters it took for blind answer as a taste of their own
+    (:func:`arena.ranking.reliability.taste_check`)."""
     voters = counted.voters.tolist()
     if not voters:
         return counted
@@ -40,17 +42,19 @@ def weigh(counted: Tally, as_of: datetime | None = None) -> Tally:
         for voter, ok, failed in db.session.execute(query):
             right[place[voter]], wrong[place[voter]] = ok or 0, failed or 0
     counts = counted.counts
-    found, strengths = reliability.fit(counts, right, wrong)
+    found, strengths = reliability.fit(counts, right, wrong, votes=weights != "gold")
     votes = counts.ab + counts.ba + counts.tie
     kept = float((votes * found.r[counts.unit]).sum())
-    flags = [f"weighted by reliability: the {len(voters):,d} voters' {votes.sum():,.0f} votes "
+    source = "gold answers" if weights == "gold" else "reliability"
+    flags = [f"weighted by {source}: the {len(voters):,d} voters' {votes.sum():,.0f} votes "
              f"weigh {kept:,.0f}; {int((found.r < 0.5).sum()):,d} voters more likely blind "
              f"than attentive (the crowd's share of attentive voters: {found.crowd:.0%})"]
-    check = reliability.taste_check(counts, found.r, strengths)
-    if check.taste:
+    check = None if weights == "gold" else reliability.taste_check(counts, found.r, strengths)
+    if check is not None and check.taste:
         favourites = ", ".join(counted.names[k] for k in check.order[:3])
         flags.append(f"the {check.voters:,d} voters taken for blind agree with one another "
                      f"(first {favourites}; p = {check.p:.1g}): a taste of their own, which "
-                     "the weights silence; compare with the unweighted ranking")
+                     "the weights silence; compare with the unweighted ranking, or weigh by "
+                     "gold answers alone")
     return replace(counted, counts=reliability.weighted(counts, found.r),
                    flags=[*counted.flags, *flags])

@@ -32,10 +32,13 @@ from flask.cli import with_appcontext
               help="Reweight to population margins (repeatable: raking): continent, age_group "
               "or gender with default world shares, or your own, e.g. "
               "gender:female=0.5,male=0.5.")
-@click.option("--weights", type=click.Choice(["reliability"]),
+@click.option("--weights", type=click.Choice(["reliability", "gold"]),
               help="Weight each voter's votes by the probability that they looked at the "
-              "images (from their agreement with the crowd and their gold answers): blind "
-              "tappers and scripts count for little. Bradley-Terry, intervals by voter.")
+              "images, from their agreement with the crowd and their gold answers "
+              "(reliability: blind tappers and scripts count for little, but so would a "
+              "minority of another taste; the table says when) or from their gold answers "
+              "alone (gold: no taste taken for blindness, weaker where gold is sparse). "
+              "Bradley-Terry, intervals by voter.")
 @click.option("--ties", type=click.Choice(["half", "davidson"]), default="half",
               show_default=True, help="With --votes: count a tie as half a win each way, or "
               "fit Davidson's tie model (bootstrap intervals, ties drawn as ties).")

@@ -47,11 +47,13 @@ class Reliability:
 
 
 def reliability(data: PairCounts, log_strengths: np.ndarray, gold_right=None,
-                gold_wrong=None, *, slip: float = SLIP, iterations: int = 500,
-                tol: float = 1e-10) -> Reliability:
+                gold_wrong=None, *, votes: bool = True, slip: float = SLIP,
+                iterations: int = 500, tol: float = 1e-10) -> Reliability:
     """Each unit's (voter's) probability of being attentive, from their votes in ``data``
     (units are voters; ties are no evidence) given the crowd's ``log_strengths``, and their
-    gold answers (``gold_right[u]``, ``gold_wrong[u]``; none when None).
+    gold answers (``gold_right[u]``, ``gold_wrong[u]``; none when None); without ``votes``,
+    from the gold answers alone (no taste is taken for blindness, but a voter of few gold
+    answers keeps about the crowd's share).
 
     Raises
     ------
@@ -70,6 +72,7 @@ def reliability(data: PairCounts, log_strengths: np.ndarray, gold_right=None,
     # log(likelihood if attentive / if blind), summed per voter over their answers (through
     # log_expit: the wide gaps unanimous votes fit stay finite)
     evidence = data.ab * (LOG2 + log_expit(gap)) + data.ba * (LOG2 + log_expit(-gap))
+    evidence = evidence if votes else np.zeros_like(evidence)
     ratio = (np.bincount(data.unit, weights=evidence, minlength=n)
              + right * np.log(2 * (1 - slip)) + wrong * np.log(2 * slip))
     answers = (np.bincount(data.unit, weights=data.ab + data.ba, minlength=n) + right + wrong)
@@ -93,11 +96,11 @@ def fit(data: PairCounts, gold_right=None, gold_wrong=None, *, rounds: int = 5,
         **options) -> tuple[Reliability, np.ndarray]:
     """The voters' reliability and the strengths weighted by it, alternated ``rounds``
     times from the unweighted fit (the blind voters' answers pull those strengths towards
-    each other, so ``r`` is measured again against sharper ones). Returns the reliability
-    and the final weighted log-strengths."""
+    each other, so ``r`` is measured again against sharper ones; once from gold alone).
+    Returns the reliability and the strengths it was last measured against."""
     strengths = bradley_terry(data.matrix()).log_strengths
     found = reliability(data, strengths, gold_right, gold_wrong, **options)
-    for _ in range(rounds - 1):
+    for _ in range(rounds - 1 if options.get("votes", True) else 0):
         strengths = bradley_terry(weighted(data, found.r).matrix()).log_strengths
         found = reliability(data, strengths, gold_right, gold_wrong, **options)
     return found, strengths

@@ -111,6 +111,9 @@ def test_the_command_line_and_the_api_take_the_weights(voted, runner, client):
     got = client.get("/api/v1/leaderboard?method=bt&weights=reliability", headers=bearer(token))
     assert got.status_code == 200, got.get_data(as_text=True)
     assert got.json["slice"]["weights"] == "reliability"
+    by_gold = client.get("/api/v1/leaderboard?method=bt&weights=gold", headers=bearer(token))
+    assert by_gold.status_code == 200 and by_gold.json["slice"]["weights"] == "gold"
+    assert any(f.startswith("weighted by gold answers") for f in by_gold.json["flags"])
     refused = client.get("/api/v1/leaderboard?method=elo&weights=reliability",
                          headers=bearer(token))
     assert refused.status_code == 400 and "weights" in refused.get_data(as_text=True)
