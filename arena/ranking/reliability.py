@@ -71,8 +71,8 @@ def reliability(data: PairCounts, log_strengths: np.ndarray, gold_right=None,
     gap = s[data.a] - s[data.b]  # the first model of each row wins, attentively, expit(gap)
     # log(likelihood if attentive / if blind), summed per voter over their answers (through
     # log_expit: the wide gaps unanimous votes fit stay finite)
-    evidence = data.ab * (LOG2 + log_expit(gap)) + data.ba * (LOG2 + log_expit(-gap))
-    evidence = evidence if votes else np.zeros_like(evidence)
+    evidence = (data.ab * (LOG2 + log_expit(gap)) + data.ba * (LOG2 + log_expit(-gap))
+                if votes else np.zeros(data.unit.size))
     ratio = (np.bincount(data.unit, weights=evidence, minlength=n)
              + right * np.log(2 * (1 - slip)) + wrong * np.log(2 * slip))
     answers = (np.bincount(data.unit, weights=data.ab + data.ba, minlength=n) + right + wrong)
@@ -131,8 +131,9 @@ def taste_check(data: PairCounts, r: np.ndarray, crowd: np.ndarray) -> TasteChec
     log-strengths. The likelihood ratio of a free fit against the best fit along the crowd's
     direction (a non-negative multiple, flat included), about chi-square with n - 1 degrees
     of freedom when they are blind; a minority of another order exceeds it by far."""
-    low = np.flatnonzero(np.asarray(r) < 0.5)
-    keep = np.isin(data.unit, low)
+    blind = np.asarray(r) < 0.5
+    low = np.flatnonzero(blind)
+    keep = blind[data.unit]
     a, b, ab, ba = data.a[keep], data.b[keep], data.ab[keep], data.ba[keep]
     n = data.n_items
     if not ab.sum() + ba.sum():
@@ -141,10 +142,7 @@ def taste_check(data: PairCounts, r: np.ndarray, crowd: np.ndarray) -> TasteChec
     def loglik(s):
         return float((ab * log_expit(s[a] - s[b]) + ba * log_expit(s[b] - s[a])).sum())
 
-    wins = np.zeros((n, n))
-    np.add.at(wins, (a, b), ab)
-    np.add.at(wins, (b, a), ba)
-    free = bradley_terry(wins).log_strengths
+    free = bradley_terry(data.matrix(blind.astype(float))).log_strengths
     direction = np.asarray(crowd, dtype=float) - np.mean(crowd)
     along = minimize_scalar(lambda k: -loglik(k * direction), bounds=(0.0, 10.0),
                             method="bounded")
