@@ -465,7 +465,9 @@ def rank_models(
                               intervals=intervals, cluster=cluster,
                               calibration=counted.calibration, online_elo=elo_now,
                               criterion=criterion, include_idle=include_idle,
-                              certify=not public)  # (refits per request: analysts' only)
+                              # (refits per request: analysts' only; it counts voters as
+                              # whole votes, which weighted voters are not)
+                              certify=not public and weights is None)
     ranking.flags = counted.flags + ranking.flags
     ranking.slice = _described(slice_)
     if weights is not None:

@@ -34,6 +34,7 @@ from arena.ranking.pairs import PairCounts
 
 SLIP = 0.05  # an attentive voter's share of wrong gold answers (a damaged copy missed)
 LOG2 = float(np.log(2.0))
+NO_WEIGHT = 1e-9
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,10 @@ def reliability(data: PairCounts, log_strengths: np.ndarray, gold_right=None,
         if abs(new - crowd) < tol:
             break
         crowd = new
-    return Reliability(expit(ratio + np.log(crowd / (1 - crowd))), answers, crowd)
+    r = expit(ratio + np.log(crowd / (1 - crowd)))
+    # (a weight this small is none: votes scaled by 1e-256 tie a unanimous crowd's graph
+    # together with threads whose fit overflows)
+    return Reliability(np.where(r < NO_WEIGHT, 0.0, r), answers, crowd)
 
 
 def weighted(data: PairCounts, r: np.ndarray) -> PairCounts:

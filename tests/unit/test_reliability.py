@@ -117,3 +117,21 @@ def test_bad_arguments_are_refused():
         reliability(data, np.zeros(2), slip=0.5)
     with pytest.raises(ValueError, match="per unit"):
         reliability(data, np.zeros(2), [1, 2], [0, 0])
+
+
+def test_a_unanimous_crowd_and_a_minority_taken_for_blind_still_fit():
+    """24 voters who always agree and 10 who always choose the other way: the minority's
+    weights fell to 1e-256, and counts scaled by them tied the crowd's graph together with
+    threads whose fit overflowed. Such weights are none now."""
+    rng = np.random.default_rng(21)
+    winners, losers, units = [], [], []
+    for voter in range(34):
+        for _ in range(12):
+            i, j = sorted(rng.choice(4, 2, replace=False))
+            winners.append(i if voter < 24 else j)
+            losers.append(j if voter < 24 else i)
+            units.append(voter)
+    data = PairCounts.from_outcomes(winners, losers, 4, units=units)
+    found, strengths = fit(data)
+    assert np.all(found.r[24:] == 0) and np.all(found.r[:24] > 0.9)
+    assert np.all(np.isfinite(strengths))
