@@ -255,6 +255,8 @@ class Voter(db.Model):
     held_reason: Mapped[str | None] = mapped_column(String(200))
     # released by an operator: the screen holds them no more (an operator still may)
     released_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # an operator reviewed the hold and kept the voter out: off the review queue
+    hold_reviewed_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
 class VotingSession(db.Model):

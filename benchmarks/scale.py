@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/scale.py [--sizes 2000000,20000000] [--postgres URL]
                                          [--models 20] [--votes-per-voter 40] [--repeats 3]
 
-Builds a throwaway database (dropped at the end): ``--models`` models, 200 prompts with one
+Builds a throwaway database (dropped at the end unless ``ARENA_BENCH_KEEP=1``): ``--models`` models, 200 prompts with one
 image per model, every pair of them compared on preference; then grows the log to each size
 in ``--sizes`` with INSERT ... SELECT over generate_series (voters casting about
 ``--votes-per-voter`` votes each over random pairs, the better model winning by
@@ -285,7 +285,10 @@ def main() -> None:
             print(f"  GET /campaigns/<name>            {f['page'] * 1000:9.0f} ms"
                   f"   (goal < 300 ms)")
     finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if os.environ.get("ARENA_BENCH_KEEP"):
+            print(f"kept ARENA_DATABASE_URL={sa_url}")
+        else:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
 
 

@@ -1,9 +1,10 @@
 """Voters whose votes favour one model beyond what the crowd's strengths predict
 (:mod:`arena.ranking.favouritism`), alone or with the other voters of their network, and
 voters who choose one side of the screen rather than an image, for an operator to review,
-and to hold out: a held
-voter's votes, past and to come, are flagged ``held`` and count nowhere (the rollups are
-built again and the online Elo and counters replayed); released, they count again."""
+and to hold out: a held voter's votes, past and to come, are flagged ``held`` and count
+nowhere (the rollups are built again and the online Elo and counters replayed); released,
+they count again. An operator reviews each hold: releases the voter or keeps them out for
+good (:func:`keep_out`: nothing is deleted, the hold leaves the review queue)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from arena.analysis import published, rollups
 from arena.analysis.tallies import Slice, models, tally, vote_filter
 from arena.config import CRITERIA, check_criterion
 from arena.extensions import db
+from arena.infra import background
 from arena.infra.database import write_transaction
 from arena.models import Vote, Voter, utcnow
 from arena.ranking import PairCounts, bradley_terry
@@ -159,21 +161,45 @@ def release(public_ids, progress=None) -> int:
     return _set_held(public_ids, False, progress, {})
 
 
+def release_in_background(public_id: str) -> bool:
+    """Start :func:`release` of one voter in a thread of this process (it replays the log:
+    seconds on a large one), for the operator page; False while a release runs here."""
+    return background.start("release", lambda: release([public_id])) is not None
+
+
+def releasing() -> bool:
+    return background.running("release")
+
+
+def keep_out(public_ids) -> int:
+    """An operator's review of these holds: the voters stay out for good (until released)
+    and leave the review queue. Returns how many holds were not reviewed before."""
+    with write_transaction():
+        return db.session.execute(
+            update(Voter).where(Voter.public_id.in_(list(public_ids)),
+                                Voter.held_at.is_not(None), Voter.hold_reviewed_at.is_(None))
+            .values(hold_reviewed_at=utcnow())).rowcount
+
+
 @dataclass(frozen=True)
 class Held:
     public_id: str
     votes: int
     held_at: datetime
     reason: str | None  # None: held by an operator's list without one
+    reviewed_at: datetime | None  # kept out by an operator's review; None: still to review
 
 
 def held() -> list[Held]:
-    """Every held voter, with their votes and why, held first first."""
+    """Every held voter, with their votes, why and whether reviewed: those to review first,
+    then held first first."""
     rows = db.session.execute(
-        select(Voter.public_id, func.count(Vote.id), Voter.held_at, Voter.held_reason)
+        select(Voter.public_id, func.count(Vote.id), Voter.held_at, Voter.held_reason,
+               Voter.hold_reviewed_at)
         .outerjoin(Vote, Vote.voter_id == Voter.id).where(Voter.held_at.is_not(None))
-        .group_by(Voter.id, Voter.public_id, Voter.held_at, Voter.held_reason)
-        .order_by(Voter.held_at, Voter.id)).all()
+        .group_by(Voter.id, Voter.public_id, Voter.held_at, Voter.held_reason,
+                  Voter.hold_reviewed_at)
+        .order_by(Voter.hold_reviewed_at.is_not(None), Voter.held_at, Voter.id)).all()
     return [Held(*row) for row in rows]
 
 
@@ -189,7 +215,7 @@ def _set_held(public_ids, holding: bool, progress, reasons: dict[str, str]) -> i
         if changed:  # (by primary key: one executemany)
             db.session.execute(update(Voter), [
                 {"id": voter_id, "held_at": now if holding else None,
-                 "released_at": None if holding else now,
+                 "released_at": None if holding else now, "hold_reviewed_at": None,
                  "held_reason": (reasons.get(public_id) or "")[:200] or None}
                 for voter_id, public_id in changed])
         # (every vote of theirs, again: one cast while the hold was being decided too)

@@ -27,7 +27,6 @@ its two presented sizes relate as any other image's do.
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import threading
@@ -44,13 +43,13 @@ from arena.catalog import images
 from arena.catalog.damage import damage
 from arena.errors import Conflict
 from arena.extensions import db
+from arena.infra import background
 from arena.infra.database import param, refresh_statistics, retry_on_lock, write_transaction
 from arena.infra.deferred import after_response
 from arena.models import Campaign, Comparison, Image, Prompt, campaign_models
 from arena.voting import matchmaking
 
 AUTO_KINDS = {"alignment": "swapped", "preference": "damaged", "coherence": "damaged"}
-log = logging.getLogger(__name__)
 
 
 def wanted(campaign: Campaign, criterion: str) -> int:
@@ -198,45 +197,22 @@ def fill(campaign: Campaign, rng: np.random.Generator | None = None, progress=No
     return made
 
 
-_filling: set[int] = set()  # campaigns whose supply a thread of this process is making
-_filling_lock = threading.Lock()
-
-
 def fill_in_background(campaign_id: int) -> threading.Thread | None:
     """Start making the published campaign's whole gold supply (:func:`fill`, one copy at
     a time) in a thread of this process, so that publishing returns at once and no voter's
     request renders the copies later; None when a thread here is at it already. Progress:
     :func:`supply`."""
-    app = current_app._get_current_object()
-    with _filling_lock:
-        if campaign_id in _filling:
-            return None
-        _filling.add(campaign_id)
-
     def work():
-        try:
-            with app.app_context():
-                try:
-                    campaign = db.session.get(Campaign, campaign_id)
-                    if campaign is not None and campaign.published_at is not None:
-                        fill(campaign, threads=1)
-                except Exception:  # (a thread of its own: logged; the operator can run it again)
-                    log.exception("making the gold supply of campaign %s failed", campaign_id)
-                finally:
-                    db.session.remove()
-        finally:
-            with _filling_lock:
-                _filling.discard(campaign_id)
+        campaign = db.session.get(Campaign, campaign_id)
+        if campaign is not None and campaign.published_at is not None:
+            fill(campaign, threads=1)
 
-    thread = threading.Thread(target=work, name=f"arena-gold-{campaign_id}", daemon=True)
-    thread.start()
-    return thread
+    return background.start(f"gold-{campaign_id}", work)
 
 
 def filling(campaign_id: int) -> bool:
     """Whether a thread of this process is making the campaign's gold supply."""
-    with _filling_lock:
-        return campaign_id in _filling
+    return background.running(f"gold-{campaign_id}")
 
 
 def supply(campaign: Campaign) -> dict[str, tuple[int, int]]:

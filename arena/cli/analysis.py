@@ -238,17 +238,30 @@ def release_command(voters):
     _held(screen.release, voters, "released")
 
 
+@votes_group.command("keep-out")
+@click.argument("voters", nargs=-1, required=True)
+@with_appcontext
+def keep_out_command(voters):
+    """Review these holds (public ids): the voters stay out, off the review queue."""
+    from arena.analysis.suspects import keep_out
+
+    click.echo(f"{keep_out(voters):,d} holds reviewed: kept out")
+
+
 @votes_group.command("held")
 @with_appcontext
 def held_command():
-    """The voters held out of the rankings: their votes, since when, and why."""
+    """The voters held out of the rankings: their votes, since when, why, and whether an
+    operator reviewed the hold."""
     from arena.analysis.suspects import held
 
     rows = held()
-    click.echo(f"{len(rows):,d} voters held out")
+    click.echo(f"{len(rows):,d} voters held out, {sum(not r.reviewed_at for r in rows):,d} "
+               "to review")
     for row in rows:
+        kept = f"  kept out {row.reviewed_at:%Y-%m-%d %H:%M}" if row.reviewed_at else ""
         click.echo(f"{row.public_id:34} {row.votes:>8,d} votes  held {row.held_at:%Y-%m-%d %H:%M}"
-                   f"  {row.reason or 'by an operator'}")
+                   f"  {row.reason or 'by an operator'}{kept}")
 
 
 def _held(change, voters, done: str) -> None:

@@ -48,7 +48,8 @@ def _page(error=None, notice=None, status=200):
     reported = [(item, reported_image_url(item)) for item in image_reports.queue()]
     return render_template("admin/home.html", error=error, notice=notice, criteria=CRITERIA,
                            reported=reported, reasons=image_reports.REASONS,
-                           held=suspects.held(), **campaigns.admin_overview()), status
+                           held=suspects.held(), releasing=suspects.releasing(),
+                           **campaigns.admin_overview()), status
 
 
 def _refused(exc, status, **_):
@@ -147,6 +148,23 @@ def resolve_report(image_id: int):
     outcome = ("restored: its comparisons are back with voters" if resolution == "restored"
                else "removed: it stays out of every comparison")
     return _done(f"Image {image_id} {outcome} ({closed} report(s) closed).")
+
+
+@bp.post("/voters/<public_id>/release")
+@operator_required
+def release_voter(public_id: str):
+    if not suspects.release_in_background(public_id):
+        return _done("A release is being applied: try again when it is done.")
+    return _done(f"Releasing {public_id}: their votes count again once the log is replayed "
+                 "(seconds; reload this page).")
+
+
+@bp.post("/voters/<public_id>/keep-out")
+@operator_required
+def keep_out_voter(public_id: str):
+    reviewed = suspects.keep_out([public_id])
+    return _done(f"{public_id} kept out: reviewed." if reviewed
+                 else f"{public_id} is not held, or was reviewed already.")
 
 
 @bp.get("/reports.csv")

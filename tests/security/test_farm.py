@@ -5,11 +5,13 @@ with tastes of their own are not, and once held out their votes count nowhere.""
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 from sqlalchemy import select
 
 from arena.analysis import rollups
+from arena.analysis import suspects as screen
 from arena.analysis.leaderboard import online_elo, rank_models
 from arena.analysis.suspects import suspects
 from arena.extensions import db
@@ -145,6 +147,58 @@ def test_the_operator_page_lists_the_voters_held_out(app, client):
         assert suspects.release([public_id]) == 1
         assert db.session.scalar(select(Voter.held_reason).where(
             Voter.public_id == public_id)) is None
+
+
+def test_the_operator_reviews_each_hold_on_the_page_and_a_held_voter_cannot(app, client):
+    """A held farm identity posts its own release (it knows its public id from its
+    cookie): refused, still held. The operator keeps one voter out (off the review queue,
+    their votes still held) and releases another from the page: their votes count again,
+    and the online Elo is replayed with them."""
+    from arena.accounts import tokens
+    from tests.web.helpers import csrf_token
+    from tests.web.test_campaign_pages import sign_in
+
+    app.config.update(VALIDATION_RATE=0.0, REVEAL_WORD_MS=0)
+    with app.app_context():
+        make_campaign(n_prompts=3, n_models=4)
+        _crowd(np.random.default_rng(0))
+        farm = [vote_as({}, ["model-3", *ORDER[:3]], sessions=8, seed=100 + k).public_id
+                for k in range(2)]
+        bought = online_elo("preference")["model-3"]
+        token = tokens.create_token("ops", role="operator")
+    assert client.post(f"/admin/voters/{farm[0]}/release").status_code in (302, 400)
+    runner = app.test_cli_runner()
+    with app.app_context():
+        assert screen.hold(farm, reasons=dict.fromkeys(farm, "preference: favours model-3")) == 2
+    assert client.post(f"/admin/voters/{farm[0]}/release").status_code in (302, 400)
+    with app.app_context():
+        assert {h.public_id for h in screen.held()} == set(farm)
+        held_elo = online_elo("preference")["model-3"]
+    assert held_elo < bought
+
+    assert sign_in(client, token).status_code == 303
+    page = client.get("/admin/").get_data(as_text=True)
+    assert page.count(">Keep out</button>") == 2 and page.count(">Release</button>") == 2
+    kept = client.post(f"/admin/voters/{farm[1]}/keep-out", data={"csrf_token": csrf_token(page)},
+                       follow_redirects=True).get_data(as_text=True)
+    assert f"{farm[1]} kept out: reviewed." in kept and kept.count(">Keep out</button>") == 1
+    assert "2 voters held out, 1 to review" in runner.invoke(args=["votes", "held"]).output
+    released = client.post(f"/admin/voters/{farm[0]}/release",
+                           data={"csrf_token": csrf_token(kept)}, follow_redirects=True)
+    assert f"Releasing {farm[0]}" in released.get_data(as_text=True)
+    with app.app_context():
+        for _ in range(200):  # (the release replays the log in a thread of its own)
+            if not screen.releasing():
+                break
+            time.sleep(0.05)
+        assert [h.public_id for h in screen.held()] == [farm[1]]
+        counted = online_elo("preference")["model-3"]
+        flags = db.session.scalars(select(Vote.flags).join(Voter).where(
+            Voter.public_id == farm[0])).all()
+    assert flags and not any(f & HELD for f in flags)
+    assert held_elo < counted < bought
+    page = client.get("/admin/").get_data(as_text=True)
+    assert farm[0] not in page and "kept out</strong>" in page
 
 
 def test_a_farm_of_the_last_period_never_shows_before_the_timer_screens_it(app, runner):
