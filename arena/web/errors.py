@@ -49,13 +49,23 @@ def wants_json() -> bool:
     return request.path.startswith("/api/")
 
 
+# HTTP's own errors: their words say no more than the page's translated heading
+GENERIC = {
+    400: "Bad request.",
+    404: "Not found.",
+    405: "Method not allowed.",
+    500: "Something went wrong on our side. Please try again.",
+}
+
+
 def error_response(status: int, message: str, **extra):
     """The one shape of an error: ``{"error": message, ...}`` on the API, the page elsewhere."""
     if wants_json():
         return jsonify(error=message, **extra), status
     # htmx swaps the answer where the voting card was: the card alone, not a page in a page
     template = "_error_card.html" if is_htmx() else "error.html"
-    return render_template(template, status=status, message=message), status
+    return render_template(template, status=status, message=message,
+                           detail=message not in GENERIC.values()), status
 
 
 def renders_errors(render):
@@ -85,13 +95,7 @@ def register(app: Flask) -> None:
         details = {k: v for k, v in exc.as_dict().items() if k != "error"}
         return error_response(status_for(exc), exc.message, **details)
 
-    messages = {
-        400: "Bad request.",
-        404: "Not found.",
-        405: "Method not allowed.",
-        500: "Something went wrong on our side. Please try again.",
-    }
-    for status, message in messages.items():
+    for status, message in GENERIC.items():
         app.register_error_handler(status, lambda exc, s=status, m=message: error_response(s, m))
 
     @app.errorhandler(429)

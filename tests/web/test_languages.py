@@ -133,6 +133,10 @@ def test_refusals_and_error_pages_speak_the_voters_language(client, web_campaign
     assert "Sesi ini tidak terbuka di browser ini" in other and "Mulai sesi baru" in other
     missing = client.get("/t/999999/report").get_data(as_text=True)  # the generic page
     assert "Tidak ditemukan" in missing or "bukan milik Anda" in missing
+    # HTTP's own 404 says nothing its translated heading does not: no English line below
+    nowhere = client.get("/no-such-page")
+    assert nowhere.status_code == 404 and "Tidak ditemukan" in nowhere.get_data(as_text=True)
+    assert 'lang="en"' not in nowhere.get_data(as_text=True).split("<main", 1)[1]
 
 
 TEMPLATES = [  # what the pages hold: plain strings, strings with variables, a literal %
