@@ -1,10 +1,12 @@
 """A farm against the demo: can patient identities buy a model a better public rank?
 
     .venv/bin/python benchmarks/farm.py [--honest 20000] [--identities 90] [--votes 60]
-                                        [--prompts 24] [--postgres URL]
+                                        [--models 8] [--prompts 24] [--postgres URL]
 
-A scratch instance with the demo campaign (four models) and ``--honest`` votes of arena
-demo's simulated crowd, rolled up as the timer does. Then a farm: ``--identities`` identities
+A scratch instance with the demo campaign: its four models and, with ``--models 8``, four
+more drawn as the demo draws (new images, their own strengths in between: the crowd's
+log-strengths spread from 1.0 to -1.5), and ``--honest`` votes of arena demo's simulated
+crowd, rolled up as the timer does. Then a farm: ``--identities`` identities
 (three /24s' worth of 30: the new-identity limit's budget for an hour, each identity
 recording its /24 as a new voter does) of ``--votes`` votes
 each, cast through the same session and vote services at a human pace (the pacing floor
@@ -35,6 +37,9 @@ from harness import scratch_dir
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 TARGET = "Dusk-0.3"
+# the models --models 8 adds: name, the demo's drawing quality, the crowd's log-strength
+MORE_MODELS = (("Ember-2", 0, 0.8), ("Flint-1", 1, 0.2), ("Grit-0.5", 2, -0.8),
+               ("Haze-0.1", 3, -1.5))
 
 
 def main() -> None:
@@ -42,6 +47,7 @@ def main() -> None:
     parser.add_argument("--honest", type=int, default=20_000)
     parser.add_argument("--identities", type=int, default=90)
     parser.add_argument("--votes", type=int, default=60, help="votes per farm identity")
+    parser.add_argument("--models", type=int, choices=(4, 8), default=8)
     parser.add_argument("--prompts", type=int, default=24, help="demo prompts")
     parser.add_argument("--postgres", help="an empty PostgreSQL database URL (else SQLite)")
     args = parser.parse_args()
@@ -66,15 +72,19 @@ def run(args, started: float) -> None:
     from arena import create_app
     from arena.analysis import published
     from arena.analysis.leaderboard import rank_models
-    from arena.campaigns.demo import simulate_votes
+    from arena.campaigns.demo import SIMULATED_STRENGTH, simulate_votes
     from arena.extensions import db
     from arena.models import Voter
 
     app = create_app()
     timer = app.test_cli_runner()
     with app.app_context():
+        strengths = dict(SIMULATED_STRENGTH)
+        if args.models == 8:
+            _more_models()
+            strengths.update({name: strength for name, _, strength in MORE_MODELS})
         rng = np.random.default_rng(0)
-        honest = simulate_votes(args.honest, rng)
+        honest = simulate_votes(args.honest, rng, strengths=strengths)
         _a_period_earlier(app.config["PUBLISHED_PERIOD_S"])
         print(f"{honest:,d} honest votes cast ({time.perf_counter() - started:.0f} s)")
     assert timer.invoke(args=["votes", "rollup"]).exit_code == 0
@@ -109,6 +119,36 @@ def run(args, started: float) -> None:
           f"{'yes' if named == len(farm) else 'no'}")
     print(f"check: the lead over {TARGET} ({above}) hinged on {lead} voters before the farm"
           f"{'; the farm moved ' + TARGET if bought[TARGET][0] < before[TARGET][0] else ''}")
+
+
+def _more_models() -> None:
+    """:data:`MORE_MODELS` join the demo campaign, each with its images of every prompt
+    drawn as the demo draws its models' (other variants: no image repeats another)."""
+    from flask import current_app
+    from sqlalchemy import select
+
+    from arena.campaigns import campaigns
+    from arena.campaigns.demo import DEMO_CAMPAIGN, render
+    from arena.catalog import images
+    from arena.extensions import db
+    from arena.models import GenModel, Image, Prompt
+    from arena.voting.votes import ensure_ratings
+
+    config = current_app.config
+    campaign = campaigns.get_campaign(DEMO_CAMPAIGN)
+    prompts = db.session.scalars(select(Prompt).where(Prompt.id.in_(
+        select(Image.prompt_id).where(Image.model_id.is_not(None))))).all()
+    for name, quality, _ in MORE_MODELS:
+        model = GenModel(name=name, description="Farm benchmark: a demo model's look.")
+        db.session.add(model)
+        db.session.flush()
+        ensure_ratings([model.id])
+        for prompt in prompts:
+            for k in range(config["DEMO_IMAGES_PER_MODEL"]):
+                images.store(render(prompt.text, quality, 100 + k, config["DEMO_IMAGE_SIZE"]),
+                             model_id=model.id, prompt_id=prompt.id)
+        db.session.commit()
+        campaigns.add_model(campaign, name)
 
 
 def _a_period_earlier(seconds: float) -> None:

@@ -291,14 +291,16 @@ SIMULATED_COUNTRIES = ("US", "BR", "DE", "FR", "IN", "JP", "NG", "KE", "AU", "MX
 SIMULATED_LANGUAGES = {"BR": "pt", "MX": "es", "IN": "hi", "ID": "id"}
 
 
-def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None) -> int:
+def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None,
+                   strengths: dict[str, float] | None = None) -> int:
     """Cast about ``n_votes`` votes from simulated voters through the real session and vote
     services, so a fresh demo has a leaderboard to look at. Voters pick the stronger demo
     model with Bradley-Terry probabilities, answer gold pairs right 90% of the time, and
     take the time people take (on a simulated clock that ends before the public pages'
     cut-off, :mod:`arena.analysis.published`): the caption's reveal
     before confirming it, a few seconds per choice. Returns the number of votes cast.
-    Simulated voters carry random demographics."""
+    Simulated voters carry random demographics. ``strengths``: the crowd's log-strength of
+    each model by name (:data:`SIMULATED_STRENGTH` by default; a model not in it, 0)."""
     # (ending before the public pages' cut-off, so that they show the demo's votes at once)
     clock = [published.cutoff() - timedelta(seconds=6 * n_votes + 60)]
     cast = 0
@@ -317,7 +319,8 @@ def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None) -> int
             except matchmaking.NoTasksAvailable:
                 break
             for task_id in [t.id for t in session.tasks]:
-                _simulated_vote(voter, db.session.get(Task, task_id), rng, clock, language)
+                _simulated_vote(voter, db.session.get(Task, task_id), rng, clock, language,
+                                strengths or SIMULATED_STRENGTH)
                 cast += 1
                 if progress:
                     progress(1)
@@ -326,7 +329,7 @@ def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None) -> int
 
 
 def _simulated_vote(voter, task: Task, rng: np.random.Generator, clock: list,
-                    language: str) -> None:
+                    language: str, strengths: dict[str, float]) -> None:
     tasks.present([task], now=clock[0])
     caption = tasks.caption_of(task)
     if caption is not None:
@@ -338,8 +341,8 @@ def _simulated_vote(voter, task: Task, rng: np.random.Generator, clock: list,
         wrong = "right" if right_answer == "left" else "left"
         choice = right_answer if rng.random() < 0.9 else wrong
     else:
-        s_left = SIMULATED_STRENGTH.get(left.model.name, 0.0)
-        s_right = SIMULATED_STRENGTH.get(right.model.name, 0.0)
+        s_left = strengths.get(left.model.name, 0.0)
+        s_right = strengths.get(right.model.name, 0.0)
         choice = "left" if rng.random() < 1.0 / (1.0 + np.exp(s_right - s_left)) else "right"
     thinking = int(rng.integers(900, 6000))
     clock[0] += timedelta(milliseconds=thinking)

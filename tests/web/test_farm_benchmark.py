@@ -22,6 +22,7 @@ def test_the_farm_benchmark_prints_its_boards_and_checks():
                   "after the timer's run"):
         assert title in out, out
     assert len(re.findall(r"^  Dusk-0\.3 +\d ", out, re.M)) == 3, out
+    assert len(re.findall(r"^  Haze-0\.1 +\d ", out, re.M)) == 3, out  # eight models
     assert re.search(r"farm identities held out: \d+ of 4; honest voters held with them: \d+",
                      out), out
     for check in ("no public rank left its published rank set after the timer",
