@@ -329,7 +329,7 @@ def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None,
 
 
 def _simulated_vote(voter, task: Task, rng: np.random.Generator, clock: list,
-                    language: str, strengths: dict[str, float]) -> None:
+                    language: str, strengths: dict[str, float] = SIMULATED_STRENGTH) -> None:
     tasks.present([task], now=clock[0])
     caption = tasks.caption_of(task)
     if caption is not None:

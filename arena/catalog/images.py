@@ -10,6 +10,7 @@ under per-task names (see :mod:`arena.catalog.presentation`).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import io
 import logging
 import warnings
@@ -24,6 +25,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from arena.errors import NotFound, Rejected, Unavailable
 from arena.extensions import db
 from arena.infra import deferred
+from arena.infra.secrets import derived_key
 from arena.infra.storage import get_storage
 from arena.models import Image
 
@@ -141,18 +143,28 @@ def _encode(img: PILImage.Image, quality: int) -> bytes:
     return buf.getvalue()
 
 
-def present(img: PILImage.Image, size: int) -> bytes:
+def present(img: PILImage.Image, size: int, phase: tuple[float, float]) -> bytes:
     """The one way every image is shown to voters and evaluators: centre-cropped to a square
-    (letterbox bars would show the aspect ratio to the eye), resized to ``size`` pixels a
-    side, encoded as WebP at ``PRESENT_QUALITY``. Native sizes and aspect ratios never
-    reach a voter's browser."""
+    (letterbox bars would show the aspect ratio to the eye), resampled to ``size`` pixels a
+    side at a sub-pixel ``phase`` (:func:`presentation_phase`), encoded as WebP at
+    ``PRESENT_QUALITY``. Native sizes and aspect ratios never reach a voter's browser."""
     side = min(img.width, img.height)
-    left, top = (img.width - side) // 2, (img.height - side) // 2
-    square = img.crop((left, top, left + side, top + side))
-    square = square if square.mode == "RGB" else square.convert("RGB")
-    if side != size:
-        square = square.resize((size, size), PILImage.Resampling.LANCZOS)
+    left, top = (img.width - side) // 2 + phase[0], (img.height - side) // 2 + phase[1]
+    square = img if img.mode == "RGB" else img.convert("RGB")
+    # (a pixel less than the square: a shift of under one pixel stays inside the image)
+    square = square.resize((size, size), PILImage.Resampling.LANCZOS,
+                           box=(left, top, left + side - 1, top + side - 1))
     return _encode(square, quality=int(current_app.config["PRESENT_QUALITY"]))
+
+
+def presentation_phase(sha256: str) -> tuple[float, float]:
+    """The sub-pixel offset an image is presented at, keyed by ``SECRET_KEY`` (between 0.2
+    and 0.8 pixels each way): the same for every presentation of the image, but an owner
+    who re-encodes an upload offline as :func:`present` would cannot make the served bytes
+    and match them byte for byte."""
+    key = derived_key(current_app.config["SECRET_KEY"], b"arena presentation phase")
+    digest = hmac.digest(key, sha256.encode(), "sha256")
+    return tuple(0.2 + 0.6 * int.from_bytes(digest[k:k + 2], "big") / 65535 for k in (0, 2))
 
 
 def presentable_sizes() -> tuple[int, ...]:
@@ -214,7 +226,8 @@ def prepare(img: PILImage.Image) -> Prepared:
     if prepared.written:  # the full file last: it vouches for the rest
         try:
             for size in current_app.config["PRESENT_SIZES"]:
-                storage.put(presented_name(sha, size), present(img, size))
+                storage.put(presented_name(sha, size),
+                            present(img, size, presentation_phase(sha)))
             storage.put(full_name(sha), full)
         except BaseException:
             discard(prepared)
@@ -319,7 +332,7 @@ def _presented_name(image: Image, size: int) -> str:
 
 
 def _make(image: Image, size: int, name: str) -> bytes:
-    data = present(decode_stored(image), size)
+    data = present(decode_stored(image), size, presentation_phase(image.sha256))
     get_storage().put(name, data)
     return data
 
@@ -329,19 +342,23 @@ def stored_count() -> int:
     return db.session.scalar(select(func.count(func.distinct(Image.sha256))))
 
 
-def prepare_presented(progress=None) -> int:
+def prepare_presented(progress=None, again: bool = False) -> int:
     """Make every missing presented variant of every image now (after a large import, so
-    first views are as quick as later ones). Returns how many were made."""
+    first views are as quick as later ones); ``again``: every variant, the made ones too
+    (made before :func:`presentation_phase`, or under another ``SECRET_KEY``). Returns how
+    many were made."""
     storage = get_storage()
     sizes = current_app.config["PRESENT_SIZES"]
     made = 0
     for sha in db.session.scalars(select(Image.sha256).distinct()):
-        missing = [s for s in sizes if not storage.exists(presented_name(sha, s))]
+        have = {s for s in set(presentable_sizes()) if storage.exists(presented_name(sha, s))}
+        missing = sorted((have if again else set()) | (set(sizes) - have))
         if missing:
             with storage.open(full_name(sha)) as fh:
                 img = PILImage.open(fh).convert("RGB")
             for size in missing:
-                storage.put(presented_name(sha, size), present(img, size))
+                storage.put(presented_name(sha, size),
+                            present(img, size, presentation_phase(sha)))
                 made += 1
         if progress is not None:
             progress(1)

@@ -72,12 +72,23 @@ def images_group():
 
 
 @images_group.command("prepare")
+@click.option("--again", is_flag=True,
+              help="Make every presented variant again, not only the missing ones (after "
+                   "an upgrade that changed how images are presented).")
 @with_appcontext
-def images_prepare_command():
+def images_prepare_command(again):
     """Make every missing presented variant (after PRESENT_SIZES changed, or files were
     lost; images get theirs when stored)."""
+    from arena.catalog.presentation import refresh_padding
+    from arena.extensions import db
+    from arena.hype.runs import list_runs
+
     with click.progressbar(length=images.stored_count(), label="Presenting images") as bar:
-        made = images.prepare_presented(progress=bar.update)
+        made = images.prepare_presented(progress=bar.update, again=again)
+    if again:  # (a run's one byte length must cover its files as they are now)
+        for run in list_runs():
+            refresh_padding(run)
+        db.session.commit()
     click.echo(f"{made} presented variants made")
 
 

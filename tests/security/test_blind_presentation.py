@@ -155,21 +155,29 @@ def test_a_voter_cannot_tell_one_model_from_another_without_looking(app):
     assert all(len(set(urls)) == len(urls) for urls in names.values())
     assert max(len(urls) for urls in names.values()) > 1
     # A served file is its picture and filler: byte for byte the one presentation
-    # (arena.catalog.images.present) of what its owner uploaded, then keyed filler inside
-    # its VP8 chunk up to the length of the longer image of its task
+    # (arena.catalog.images.present) of what its owner uploaded, resampled at the image's
+    # keyed phase, then keyed filler inside its VP8 chunk up to the session's length
     # (arena.catalog.presentation.pad_webp). Its length, the sizes its header declares and
-    # the zeros it ends with are then properties of the pictures of its task, as README
-    # "Measured" reports; a rule learnt from an image's other showings tells its model from
-    # them whenever two models' pictures differ, so they are checked here for what they
-    # are, not against the coin's ceiling (which assumes the halves independent).
+    # the zeros it ends with are then properties of the pictures of its session, as
+    # docs/measured.md reports; a rule learnt from an image's other showings tells its
+    # model from them whenever two models' pictures differ, so they are checked here for
+    # what they are, not against the coin's ceiling (which assumes the halves independent).
+    # The owner who re-encodes an upload offline as the code does, without the instance's
+    # key, finds none of their files: its picture's bytes are nowhere in what is served.
     with app.app_context():
         for image_id, served in files.items():
-            shown = images.present(images.decode(uploads[image_id]), 384)
+            upload = images.decode(uploads[image_id])
+            sha = db.session.get(Image, image_id).sha256
+            shown = images.present(upload, 384, images.presentation_phase(sha))
             body = shown[20:]
+            guesses = [images.present(upload, 384, phase)[20:]
+                       for phase in ((0.0, 0.0), (0.5, 0.5), (0.2, 0.8))]
             for data in served:
                 assert len(data) >= len(shown) and data[20:20 + len(body)] == body, image_id
                 grown = int.from_bytes(data[16:20], "little")
                 assert grown == len(data) - 20 and data[:4] == b"RIFF", image_id
+                assert not any(data[20:20 + len(guess)] == guess for guess in guesses)
+                assert not any(data[20:84] == guess[:64] for guess in guesses)
     results = attack(seen, np.random.default_rng(0))
     ceiling = chance_ceiling(len(seen) // 2, ALPHA)
     content = {"byte length", "riff size", "chunk VP8 size", "trailing zeros"}

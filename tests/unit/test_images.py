@@ -52,6 +52,24 @@ def test_variants_are_made_when_stored_and_prepare_fills_gaps(ctx):
     assert images.prepare_presented() == 0
 
 
+def test_prepare_again_makes_an_upgraded_instances_variants_at_their_keyed_phase(ctx):
+    """Variants made before the keyed phase were an owner's offline re-encode byte for
+    byte; ``arena images prepare --again`` makes every one again."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    img = PILImage.fromarray(rng.integers(0, 255, (300, 300, 3), dtype=np.uint8))
+    row = images.store(img, model_id=None, prompt_id=None)
+    size = ctx.config["PRESENT_SIZES"][0]
+    keyed = images.presented_bytes(row, size)
+    old = images.present(img, size, (0.0, 0.0))  # (as an owner, or the old code, makes it)
+    assert old[20:84] != keyed[20:84]
+    get_storage().put(images.presented_name(row.sha256, size), old)
+    result = ctx.test_cli_runner().invoke(args=["images", "prepare", "--again"])
+    assert result.exit_code == 0, result.output
+    assert images.presented_bytes(row, size) == keyed
+
+
 def test_identical_image_is_stored_once(ctx):
     a = images.store(PILImage.new("RGB", (30, 30), "red"), model_id=None, prompt_id=None)
     b = images.store(PILImage.new("RGB", (30, 30), "red"), model_id=None, prompt_id=None)
