@@ -1,7 +1,8 @@
 """A farm against the demo: can patient identities buy a model a better public rank?
 
     .venv/bin/python benchmarks/farm.py [--honest 20000] [--identities 90] [--votes 60]
-                                        [--models 8] [--prompts 24] [--postgres URL]
+                                        [--models 8] [--hours 1] [--prompts 24]
+                                        [--postgres URL]
 
 A scratch instance with the demo campaign: its four models and, with ``--models 8``, four
 more drawn as the demo draws (new images, their own strengths in between: the crowd's
@@ -9,10 +10,13 @@ log-strengths spread from 1.0 to -1.5), and ``--honest`` votes of arena demo's s
 crowd, rolled up as the timer does. Then a farm: ``--identities`` identities
 (three /24s' worth of 30: the new-identity limit's budget for an hour, each identity
 recording its /24 as a new voter does) of ``--votes`` votes
-each, cast through the same session and vote services at a human pace (the pacing floor
+each, within the hour before the cut-off (side by side, each on its own clock), cast
+through the same session and vote services at a human pace (the pacing floor
 respected), choosing the weakest model whenever it is shown, at random otherwise, and every
 gold pair right (as a rule that worked would). Then the next period's timer run
-(``arena votes rollup``: the farm screen, the rollups, the public figures).
+(``arena votes rollup``: the farm screen, the rollups, the public figures). With
+``--hours N`` the identities come in N hourly batches, the timer run after each: a patient
+farm whose earlier hours are the crowd the later ones are screened against.
 
 Prints the public ranking before the farm (ratings, rank sets, what each lead hinges on),
 with the farm counted, and after the timer; the identities the screen held out and the
@@ -48,6 +52,9 @@ def main() -> None:
     parser.add_argument("--identities", type=int, default=90)
     parser.add_argument("--votes", type=int, default=60, help="votes per farm identity")
     parser.add_argument("--models", type=int, choices=(4, 8), default=8)
+    parser.add_argument("--hours", type=int, default=1,
+                        help="spread the identities over this many hours, the timer run "
+                             "after each (a patient farm)")
     parser.add_argument("--prompts", type=int, default=24, help="demo prompts")
     parser.add_argument("--postgres", help="an empty PostgreSQL database URL (else SQLite)")
     args = parser.parse_args()
@@ -91,18 +98,31 @@ def run(args, started: float) -> None:
     with app.app_context():
         before = _board(rank_models)
         _print("public ranking before the farm", before)
-        farm = _farm(args.identities, args.votes, np.random.default_rng(1))
-        published.forget()  # (a page asking now: the farm's votes are before the cut-off)
-        bought = _board(rank_models)
-        _print(f"with the farm counted ({len(farm)} identities x {args.votes} votes)", bought)
-        published.forget()  # (the next period: its timer run screens again)
-    done = timer.invoke(args=["votes", "rollup"])
-    assert done.exit_code == 0, done.output
+    farm: set[str] = set()
+    rng, per_hour = np.random.default_rng(1), -(-args.identities // args.hours)
+    for hour in range(args.hours):
+        with app.app_context():
+            if hour:  # (the hour before is over: its votes, and all before, a period back)
+                _a_period_earlier(app.config["PUBLISHED_PERIOD_S"])
+            start = hour * per_hour
+            farm |= _farm(range(start, min(start + per_hour, args.identities)), args.votes,
+                          rng)
+            published.forget()  # (a page asking now: the farm's votes are before the cut-off)
+            bought = _board(rank_models)
+            published.forget()  # (the next period: its timer run screens again)
+        done = timer.invoke(args=["votes", "rollup"])
+        assert done.exit_code == 0, done.output
+        with app.app_context():
+            held = set(db.session.scalars(select(Voter.public_id).where(
+                Voter.held_at.is_not(None))))
+        if args.hours > 1:
+            print(f"hour {hour + 1}: farm identities so far {len(farm)}, held "
+                  f"{len(held & farm)}")
     with app.app_context():
+        _print(f"with the farm counted ({len(farm)} identities x {args.votes} votes"
+               f"{', the last hour' if args.hours > 1 else ''})", bought)
         after = _board(rank_models)
         _print("after the timer's run", after)
-        held = set(db.session.scalars(select(Voter.public_id).where(
-            Voter.held_at.is_not(None))))
     named = len(held & farm)
     print(f"\nfarm identities held out: {named} of {len(farm)}; honest voters held with them: "
           f"{len(held - farm)}")
@@ -182,8 +202,10 @@ def _print(title: str, board: dict) -> None:
         print(f"  {model:12} {rank:>4} {best}-{worst:<3} {rating:7.1f} {ci:>13} {holds:>18}")
 
 
-def _farm(identities: int, per_identity: int, rng) -> set[str]:
-    """The farm's votes, through the services, on a clock that ends before the cut-off."""
+def _farm(identities: range, per_identity: int, rng) -> set[str]:
+    """The votes of these farm identities (numbered across hours: 30 to a /24), through
+    the services, within the hour before the cut-off: they vote side by side, each on its
+    own clock at a human pace, their starts spread over the hour."""
     from flask import current_app
 
     from arena.analysis import published
@@ -192,9 +214,12 @@ def _farm(identities: int, per_identity: int, rng) -> set[str]:
     from arena.models import Task
     from arena.voting import matchmaking, tasks, voters, votes
 
-    clock = [published.cutoff() - timedelta(seconds=8 * identities * per_identity + 60)]
+    hour = timedelta(seconds=float(current_app.config["PUBLISHED_PERIOD_S"]))
+    first = published.cutoff() - hour + timedelta(seconds=30)
+    spread = max(hour - timedelta(seconds=2.5 * per_identity + 60), timedelta(0))
     ids = set()
-    for k in range(identities):  # (30 to a /24: the new-identity budget of an hour)
+    for k in identities:  # (30 to a /24: the new-identity budget of an hour)
+        clock = [first + spread * (k - identities.start) / max(len(identities) - 1, 1)]
         network = network_hash(current_app.config["SECRET_KEY"], f"198.51.{k // 30}.7")
         voter, _ = voters.create_voter({}, network=network)
         db.session.commit()
