@@ -3,10 +3,11 @@
     .venv/bin/python benchmarks/scale.py [--sizes 2000000,20000000] [--postgres URL]
                                          [--models 20] [--votes-per-voter 40] [--repeats 3]
 
-Builds a throwaway database (dropped at the end unless ``ARENA_BENCH_KEEP=1``): ``--models`` models, 200 prompts with one
-image per model, every pair of them compared on preference; then grows the log to each size
-in ``--sizes`` with INSERT ... SELECT over generate_series (voters casting about
-``--votes-per-voter`` votes each over random pairs, the better model winning by
+Builds a throwaway database (dropped at the end unless ``ARENA_BENCH_KEEP=1``):
+``--models`` models, 200 prompts with one image per model, every pair of them compared on
+preference; then grows the log to each size in ``--sizes`` with INSERT ... SELECT over
+generate_series (voters casting about ``--votes-per-voter`` votes each over random pairs,
+the better model winning by
 Bradley-Terry odds, stamps spread over the 90 days before the hour's cut-off). At each size
 it prints, as medians of ``--repeats`` runs (3):
 
