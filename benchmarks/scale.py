@@ -7,8 +7,8 @@ Builds a throwaway database (dropped at the end unless ``ARENA_BENCH_KEEP=1``):
 ``--models`` models, 200 prompts with one image per model, every pair of them compared on
 preference; then grows the log to each size in ``--sizes`` with INSERT ... SELECT over
 generate_series (voters casting about ``--votes-per-voter`` votes each over random pairs,
-the better model winning by
-Bradley-Terry odds, stamps spread over the 90 days before the hour's cut-off). At each size
+the better model winning by Bradley-Terry odds, stamps spread over the 90 days before the
+hour's cut-off). At each size
 it prints, as medians of ``--repeats`` runs (3):
 
 * the public leaderboard (``GET /leaderboard``, instant intervals clustered by voter and
