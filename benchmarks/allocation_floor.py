@@ -14,9 +14,11 @@ the normal approximation as the rank sets are, for the balanced design, and held
 other). The tau condition is taken in expectation too: the expected number of discordant
 pairs (each the normal's chance of its difference coming out reversed) at most 2.5% of the
 pairs. Balanced spreads w evenly; the best design minimises N over every w (a smooth
-maximum of the conditions over the simplex). Their ratio is what no matchmaking, however
-clever, can beat on average; gold pairs, bad voters and a campaign's sequential noise only
-add to what the simulator's active strategies spend.
+maximum of the conditions over the simplex). Their ratio is what no allocation fixed in
+advance beats in expectation. A campaign stops at the first check where its estimates look
+separated, so single runs scatter around it either way; and an adaptive one can stop
+sooner by leaving alone a pair whose gap came out large by chance, which is also why its
+intervals cover less (docs/measured.md, Interval coverage).
 """
 
 from __future__ import annotations
