@@ -224,7 +224,8 @@ class Defaults:
     HYPE_ANSWER_LIMIT_MS = 60_000  # after the image went; a later answer is not believed
     # a finished stage whose evaluator was right this rarely (one-sided binomial p-value
     # against guessing) is flagged "below chance" and left out: someone answering the
-    # opposite on purpose steers a staircase up
+    # opposite on purpose steers a staircase up; a HYPE-time stage right this rarely at its
+    # shorter half of exposures alone is flagged "steered"
     HYPE_BELOW_CHANCE_P = 0.01
 
     # Demo campaign.

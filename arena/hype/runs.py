@@ -473,6 +473,16 @@ def _finish(stage: HypeStage, now) -> None:
         stage.flag = "voided"
     elif stage.kind != "qualification" and timing.below_chance(right, answered - voided):
         stage.flag = "below chance"
+    elif stage.kind == "time" and timing.steered(*_exposures(stage)):
+        stage.flag = "steered"
+
+
+def _exposures(stage: HypeStage) -> tuple[list[float], list[bool]]:
+    """The exposures a stage's counted trials were shown for, and whether each was right."""
+    rows = db.session.execute(select(HypeTrial.actual_ms, HypeTrial.correct).where(
+        HypeTrial.stage_id == stage.id, HypeTrial.voided.is_(False),
+        HypeTrial.actual_ms.is_not(None), HypeTrial.correct.is_not(None))).all()
+    return [float(ms) for ms, _ in rows], [bool(ok) for _, ok in rows]
 
 
 def qualification_passed(stage: HypeStage) -> bool:

@@ -24,6 +24,7 @@ the staircase's range.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -89,6 +90,20 @@ def below_chance(right: int, counted: int) -> bool:
         return False
     # the binomial CDF (scipy.special, not scipy.stats: the CLI starts 0.25 s sooner)
     return float(bdtr(right, counted, 0.5)) < current_app.config["HYPE_BELOW_CHANCE_P"]
+
+
+def steered(exposure_ms: list[float], correct: list[bool]) -> bool:
+    """Whether the answers at a stage's exposures shorter than its median one are wrong
+    more often than guessing allows (:func:`below_chance`): inconsistent with a viewer, who
+    is at chance where the image is too short to see. Someone who knows the answers (an
+    owner who recognises their images) and is wrong on purpose below the exposure they
+    steer the staircase to, right above it, is right overall more often than not. (Guessing
+    below it instead passes: that path is a sharp viewer's.)"""
+    if not exposure_ms:
+        return False
+    median = statistics.median(exposure_ms)
+    short = [ok for ms, ok in zip(exposure_ms, correct, strict=True) if ms < median]
+    return below_chance(sum(short), len(short))
 
 
 def too_many_voids(voided: int, answered: int) -> bool:

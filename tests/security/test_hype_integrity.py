@@ -235,6 +235,46 @@ def test_answering_wrong_on_purpose_is_left_out(timed):
     assert scores == [] and evaluators["flagged"] == 1
 
 
+def test_steering_the_staircase_while_right_overall_is_flagged(ctx, tmp_path):
+    """An owner who recognises its model's images (and knows the rest are real) answers
+    wrong until the exposure reaches 750 ms and right from there: the staircase climbs to
+    that level and the evaluator is right more often than not, so the stage is not below
+    chance. Wrong beyond guessing at its shorter exposures is no viewer's path: flagged
+    "steered" and left out. An honest viewer of the same stage is not."""
+    ctx.config.update(HYPE_QUALIFICATION_TRIALS=4, HYPE_QUALIFICATION_PASS=0.0,
+                      HYPE_TIME_BLOCKS=1, HYPE_TIME_BLOCK_TRIALS=40)
+    make_campaign(n_prompts=6, n_models=2, images_per_model=4, gold=False)
+    reals = tmp_path / "reals"
+    reals.mkdir()
+    rng = np.random.default_rng(0)
+    for k in range(40):
+        PILImage.fromarray(rng.integers(0, 255, (40, 40, 3)).astype("uint8")).save(
+            reals / f"{k}.png")
+    runs.import_reals(reals)
+    run = runs.create_run("Timed", "time", ["model-0", "model-1"])
+
+    def stage_of(answer):
+        voter = new_voter()
+        qualification = runs.start_stage(run, voter, "qualification", np.random.default_rng(0))
+        while runs.next_trial(qualification) is not None:
+            answer_trial(qualification, lambda t: t.is_real)
+        stage = runs.start_stage(run, voter, "time", np.random.default_rng(1))
+        while (trial := runs.next_trial(stage)) is not None:
+            requested = runs.requested_exposure(stage, trial)
+            right = answer(requested, rng)
+            answer_trial(stage, trial.is_real if right else not trial.is_real, honest(requested))
+        return stage
+
+    steered = stage_of(lambda ms, _: ms >= 750)
+    exposures, correct = runs._exposures(steered)
+    assert max(exposures) >= 700 and np.mean(correct) > 0.5  # up there, right overall
+    assert steered.flag == "steered"
+    # a viewer at chance below 400 ms and sure above it
+    viewer = stage_of(lambda ms, rng: ms >= 400 or rng.random() < 0.5)
+    assert viewer.flag is None
+    assert runs.report(run, rounds=100)[2]["flagged"] == 1
+
+
 def test_qualifications_opened_early_do_not_pre_empt_the_retry_delay(app, tmp_path):
     """Evaluators B, C and D opened qualifications on A's network before A failed, then
     finished theirs. A failure on the network now holds every open qualification on it."""

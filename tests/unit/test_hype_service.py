@@ -167,3 +167,34 @@ def test_time_stage_blocks_staircase_masks_and_scores(ctx, run):
     scores, _tests, _ = runs.report(time_run, rounds=200)
     assert len(scores) == 1 and 400 < scores[0].paper_score < 520
     assert 100 <= scores[0].score <= 1000  # a fit on seven trials: held within the range
+
+
+def test_honest_viewers_are_seldom_taken_for_steering(ctx):
+    """Viewers at chance where the image is too short to see and sure where it is long
+    (thresholds 150-800 ms, steep and shallow curves, with and without lapses, both
+    staircases, three blocks of 150 trials as configured): the "steered" flag, a one-sided
+    test at 1%, names at most that share of them."""
+    from itertools import product
+
+    from scipy.special import expit
+
+    from arena.ranking.hype import ThreeInARow, WeightedUpDown
+
+    rng = np.random.default_rng(0)
+    rates = []
+    for rule, threshold, spread, lapse in product((WeightedUpDown(), ThreeInARow()),
+                                                  (150, 500, 800), (20, 200), (0.0, 0.1)):
+        flagged = 0
+        for _ in range(50):
+            exposures, correct = [], []
+            for _ in range(3):
+                state = rule.start()
+                for _ in range(150):
+                    ok = bool(rng.random() < 0.5 + (0.5 - lapse) * expit(
+                        (state.exposure_ms - threshold) / spread))
+                    exposures.append(state.exposure_ms)
+                    correct.append(ok)
+                    state = rule.update(state, ok)
+            flagged += timing.steered(exposures, correct)
+        rates.append(flagged / 50)
+    assert np.mean(rates) <= 0.01 and max(rates) <= 0.04, rates
