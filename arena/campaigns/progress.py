@@ -27,6 +27,7 @@ from arena.models import (
     Voter,
     utcnow,
 )
+from arena.voting.flags import NAMES as FLAG_NAMES
 
 
 @dataclass
@@ -44,6 +45,8 @@ class Progress:
     voters: int = 0
     demographics: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     validation: dict = field(default_factory=dict)
+    # the campaign's votes that count nowhere, by flag: [flag name, votes, voters]
+    not_counted: list[list] = field(default_factory=list)
     as_of: datetime | None = None  # published figures: when they were taken
 
 
@@ -105,6 +108,7 @@ def progress(campaign: Campaign, now: datetime | None = None,
         result.validation["pairs"] = db.session.scalar(
             select(func.count()).select_from(Comparison).where(
                 Comparison.campaign_id == campaign.id, Comparison.is_validation))
+    result.not_counted = _not_counted(campaign, now)
     result.votes_per_hour = people.rate
     if result.votes_per_hour:
         remaining = max(result.needed_total - result.votes_total, 0)
@@ -269,6 +273,24 @@ def _voters(campaign: Campaign, now: datetime) -> _People:
         validation={"pairs": None, "voters": gold, "passed": gold - failed,
                     "failed": failed},
         rate=_rate(campaign, now))
+
+
+def _not_counted(campaign: Campaign, now: datetime) -> list[list]:
+    """The campaign's flagged votes stamped before ``now``, per flag with their voters (a
+    vote with two flags under each): found through the ranking index, whose leading
+    columns hold the flags (flagged votes are few)."""
+    bits = list(FLAG_NAMES)
+    columns = []
+    for bit in bits:
+        flagged = Vote.flags.op("&")(bit) != 0
+        columns += [func.count(case((flagged, 1))),
+                    func.count(func.distinct(case((flagged, Vote.voter_id))))]
+    row = db.session.execute(
+        select(*columns).where(Vote.criterion.in_(CRITERIA),
+                               Vote.is_validation.in_([False, True]), Vote.flags > 0,
+                               Vote.created_at < now, _in_campaign(campaign))).one()
+    return [[FLAG_NAMES[bit], row[2 * k], row[2 * k + 1]] for k, bit in enumerate(bits)
+            if row[2 * k]]
 
 
 def _rate(campaign: Campaign, now: datetime) -> float | None:

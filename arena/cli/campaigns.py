@@ -147,6 +147,8 @@ def campaign_status_command(name):
         eta = ", voting stopped: every order settled"
     click.echo(f"  {rate}{eta}; {p.voters} voters; gold pairs passed by "
                f"{p.validation['passed']} of {p.validation['voters']} voters who met one")
+    for flag, votes, voters in p.not_counted:
+        click.echo(f"  not counted: {votes:,d} votes {flag} from {voters:,d} voters")
     if p.campaign.admission == "panel":
         click.echo(f"  panel: {panels.completed_count(p.campaign)} participants completed "
                    f"{p.campaign.panel_tasks} answers")

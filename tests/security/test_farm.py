@@ -8,7 +8,7 @@ import re
 import time
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from arena.analysis import rollups
 from arena.analysis import suspects as screen
@@ -199,6 +199,29 @@ def test_the_operator_reviews_each_hold_on_the_page_and_a_held_voter_cannot(app,
     assert held_elo < counted < bought
     page = client.get("/admin/").get_data(as_text=True)
     assert farm[0] not in page and "kept out</strong>" in page
+
+
+def test_the_progress_page_counts_what_the_screen_held_out(app, client, runner):
+    """A campaign's page and `arena campaign status` say how many of its votes count
+    nowhere and why, with their voters: a held farm is seen there, not only by its absence."""
+    from arena.campaigns.progress import progress
+    from arena.models import Campaign
+
+    done = runner.invoke(args=["demo", "--prompts", "2", "--images", "1", "--votes", "60"])
+    assert done.exit_code == 0, done.output
+    with app.app_context():
+        voters = db.session.scalars(select(Voter.public_id).join(Vote).group_by(
+            Voter.public_id).order_by(Voter.public_id).limit(3)).all()
+        assert screen.hold(voters) == 3
+        held = db.session.scalar(select(func.count()).select_from(Vote).join(Voter).where(
+            Voter.public_id.in_(voters)))
+        campaign = db.session.scalar(select(Campaign))
+        assert ["held", held, 3] in progress(campaign).not_counted
+        name = campaign.name
+    status = runner.invoke(args=["campaign", "status", name]).output
+    assert f"not counted: {held:,d} votes held from 3 voters" in status, status
+    page = client.get(f"/campaigns/{name}").get_data(as_text=True)
+    assert f"{held:,d} held out by the farm screen or an operator, from 3 voter(s)" in page
 
 
 def test_a_farm_of_the_last_period_never_shows_before_the_timer_screens_it(app, runner):

@@ -16,7 +16,7 @@ from tests.web.servers import ROOT
 
 @pytest.mark.postgres
 def test_the_scale_benchmark_prints_every_figure_at_each_size():
-    _pg_admin().close()  # (skips, or fails under ARENA_REQUIRE_POSTGRES, without PostgreSQL)
+    before = _scale_databases()  # (skips, or fails under ARENA_REQUIRE_POSTGRES, without it)
     done = subprocess.run(
         [sys.executable, "benchmarks/scale.py", "--sizes", "2000,4000", "--models", "6",
          "--repeats", "1", "--postgres", PG_URL],
@@ -34,8 +34,12 @@ def test_the_scale_benchmark_prints_every_figure_at_each_size():
                    r"progress figures, whole log +\d+ ms", r"progress figures, rollup +\d+ ms",
                    r"GET /campaigns/<name> +\d+ ms"):
         assert len(re.findall(figure, out)) == 2, (figure, out)
+    assert _scale_databases() == before  # its own dropped (another run's may be kept)
+
+
+def _scale_databases() -> set[str]:
     admin = _pg_admin()
-    left = admin.execute("SELECT count(*) FROM pg_database WHERE datname LIKE 'arena_scale_%'"
-                         ).fetchone()[0]
+    names = {row[0] for row in admin.execute(
+        "SELECT datname FROM pg_database WHERE datname LIKE 'arena_scale_%'")}
     admin.close()
-    assert left == 0
+    return names
