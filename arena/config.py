@@ -164,6 +164,12 @@ class Defaults:
     NEW_VOTER_PROOF = False
     NEW_VOTER_PROOF_PREFIX = "0000"  # hex digits the answer's hash starts with: 65,536 tries
     NEW_VOTER_PROOF_MINUTES = 10  # a challenge's life
+    # or a third party's check (arena.web.proof): "turnstile" or "hcaptcha", with the keys
+    # the provider gives the site; CAPTCHA_VERIFY_URL overrides its siteverify address
+    NEW_VOTER_CAPTCHA = ""
+    CAPTCHA_SITE_KEY = ""
+    CAPTCHA_SECRET_KEY = ""
+    CAPTCHA_VERIFY_URL = ""
     RATE_LIMIT_PROVEN_VOTERS = "60/hour;20/10minute"
     RATE_LIMIT_UPLOADS = "5000/hour"
     RATE_LIMIT_SIGN_IN = "20/hour"  # owner and operator sign-in forms, per network

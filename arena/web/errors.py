@@ -86,6 +86,17 @@ def renders_errors(render):
     return decorator
 
 
+def captcha_policy(origin: str) -> str:
+    """The Content-Security-Policy with a captcha provider's script, frame, style and
+    connections allowed as its documentation asks (``origin``: one or more sources)."""
+    from arena import SECURITY_HEADERS
+
+    policy = SECURITY_HEADERS["Content-Security-Policy"]
+    for directive in ("script-src", "style-src", "connect-src"):
+        policy = policy.replace(f"{directive} 'self'", f"{directive} 'self' {origin}")
+    return f"{policy}; frame-src {origin}"
+
+
 def register(app: Flask) -> None:
     """Install the handlers: domain errors by kind, HTTP errors, database outages."""
 
@@ -106,16 +117,23 @@ def register(app: Flask) -> None:
                    else "Too many requests, please slow down.")
         # a newcomer from a busy network may prove work instead of waiting (arena.web.proof)
         challenge = proof.challenge() if newcomer and proof.enabled() else None
+        captcha = proof.captcha() if newcomer else None
         if wants_json():
             extra = {"retry_after_ms": wait * 1000} if wait else {}
             if challenge:
                 extra["proof_challenge"] = challenge
             return jsonify(error=message, **extra), 429
         template = "_error_card.html" if is_htmx() else "error.html"
-        return render_template(template, status=429, message=message, wait_minutes=(
+        page = render_template(template, status=429, message=message, wait_minutes=(
             -(-wait // 60) if wait else None), new_identity=newcomer, challenge=challenge,
-            resend={k: v for k, v in request.values.items() if k not in (proof.FIELD,
-                                                                       "csrf_token")}), 429
+            captcha=captcha, site_key=current_app.config["CAPTCHA_SITE_KEY"],
+            resend={k: v for k, v in request.values.items()
+                    if k not in (proof.FIELD, "csrf_token", *(c.field for c in
+                                                              proof.CAPTCHAS.values()))})
+        headers = {}
+        if captcha is not None:  # (its script and frame on this page alone)
+            headers["Content-Security-Policy"] = captcha_policy(captcha.origin)
+        return page, 429, headers
 
     @app.errorhandler(413)
     def too_large(exc):
