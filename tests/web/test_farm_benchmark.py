@@ -1,6 +1,6 @@
-"""Smoke test of benchmarks/farm.py: a tiny demo, a small farm in two hourly batches, the
-timer's runs, and every figure and check printed (the docs' figures come from the full
-run)."""
+"""Smoke test of benchmarks/farm.py: a tiny demo of eight models, a small farm, the timer's
+run, and every figure and check printed (the docs' figures come from the full run; the
+patient farm's hourly batches, --hours, take the same path once an hour)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_farm_benchmark_prints_its_boards_and_checks():
     done = subprocess.run(
         [sys.executable, "benchmarks/farm.py", "--honest", "300", "--identities", "4",
-         "--votes", "12", "--prompts", "2", "--hours", "2"],
+         "--votes", "12", "--prompts", "2"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
-    assert "hour 1: farm identities so far 2, held" in out, out  # (two hourly batches)
     for title in ("public ranking before the farm", "with the farm counted (4 identities",
                   "after the timer's run"):
         assert title in out, out
