@@ -25,25 +25,35 @@ def honest(requested: float) -> timing.Report:
     return timing.Report(frames=frames, frame_ms=HZ60, actual_ms=frames * HZ60)
 
 
-@pytest.fixture
-def timed(ctx, tmp_path):
-    """A qualified evaluator's HYPE-time stage of one block of 8 trials."""
+def time_run(ctx, tmp_path, trials: int, prompts: int, images: int, reals: int):
+    """A HYPE-time run of one block of ``trials`` trials over two models' images and
+    ``reals`` real ones, with a four-trial qualification anyone passes."""
     ctx.config.update(HYPE_QUALIFICATION_TRIALS=4, HYPE_QUALIFICATION_PASS=0.0,
-                      HYPE_TIME_BLOCKS=1, HYPE_TIME_BLOCK_TRIALS=8)
-    make_campaign(n_prompts=2, n_models=2, images_per_model=3, gold=False)
-    reals = tmp_path / "reals"
-    reals.mkdir()
+                      HYPE_TIME_BLOCKS=1, HYPE_TIME_BLOCK_TRIALS=trials)
+    make_campaign(n_prompts=prompts, n_models=2, images_per_model=images, gold=False)
+    folder = tmp_path / "reals"
+    folder.mkdir()
     rng = np.random.default_rng(0)
-    for k in range(8):
+    for k in range(reals):
         PILImage.fromarray(rng.integers(0, 255, (40, 40, 3)).astype("uint8")).save(
-            reals / f"{k}.png")
-    runs.import_reals(reals)
-    run = runs.create_run("Timed", "time", ["model-0", "model-1"])
+            folder / f"{k}.png")
+    runs.import_reals(folder)
+    return runs.create_run("Timed", "time", ["model-0", "model-1"])
+
+
+def qualified_stage(run):
+    """A new evaluator's HYPE-time stage of ``run``, its qualification passed."""
     voter = new_voter()
     qualification = runs.start_stage(run, voter, "qualification", np.random.default_rng(0))
     while runs.next_trial(qualification) is not None:
         answer_trial(qualification, lambda t: t.is_real)
     return runs.start_stage(run, voter, "time", np.random.default_rng(1))
+
+
+@pytest.fixture
+def timed(ctx, tmp_path):
+    """A qualified evaluator's HYPE-time stage of one block of 8 trials."""
+    return qualified_stage(time_run(ctx, tmp_path, trials=8, prompts=2, images=3, reals=8))
 
 
 @pytest.mark.parametrize("claim", [
@@ -241,24 +251,11 @@ def test_steering_the_staircase_while_right_overall_is_flagged(ctx, tmp_path):
     that level and the evaluator is right more often than not, so the stage is not below
     chance. Wrong beyond guessing at its shorter exposures is no viewer's path: flagged
     "steered" and left out. An honest viewer of the same stage is not."""
-    ctx.config.update(HYPE_QUALIFICATION_TRIALS=4, HYPE_QUALIFICATION_PASS=0.0,
-                      HYPE_TIME_BLOCKS=1, HYPE_TIME_BLOCK_TRIALS=40)
-    make_campaign(n_prompts=6, n_models=2, images_per_model=4, gold=False)
-    reals = tmp_path / "reals"
-    reals.mkdir()
+    run = time_run(ctx, tmp_path, trials=40, prompts=6, images=4, reals=40)
     rng = np.random.default_rng(0)
-    for k in range(40):
-        PILImage.fromarray(rng.integers(0, 255, (40, 40, 3)).astype("uint8")).save(
-            reals / f"{k}.png")
-    runs.import_reals(reals)
-    run = runs.create_run("Timed", "time", ["model-0", "model-1"])
 
     def stage_of(answer):
-        voter = new_voter()
-        qualification = runs.start_stage(run, voter, "qualification", np.random.default_rng(0))
-        while runs.next_trial(qualification) is not None:
-            answer_trial(qualification, lambda t: t.is_real)
-        stage = runs.start_stage(run, voter, "time", np.random.default_rng(1))
+        stage = qualified_stage(run)
         while (trial := runs.next_trial(stage)) is not None:
             requested = runs.requested_exposure(stage, trial)
             right = answer(requested, rng)
