@@ -211,6 +211,17 @@ class Defaults:
     # (arena.analysis.suspects.screen), once a period, at this chance of a false alarm
     SCREEN_HOLDS = True
     SCREEN_ALPHA = 0.01
+    # ... and keeps out of public figures, until an operator looks, the fewest voters of a
+    # cohort (new in one period, day or week) whose votes together move the ranking beyond
+    # what voters like the crowd would (arena.analysis.cohorts), at this chance of a false
+    # alarm per run
+    SCREEN_COHORT_ALPHA = 0.001
+    # A voter's votes count in public figures (and every earlier one with them) once they
+    # have answered this many gold pairs right, each in its own session, the first and the
+    # last at least this many hours apart (arena.voting.trust); 0: from their first vote.
+    # A panel's participants and the demo's simulated crowd are trusted from the start.
+    EARN_TRUST_GOLD = 2
+    EARN_TRUST_HOURS = 20
 
     # HYPE (Zhou et al. 2019); shorten the counts for tests and pilots.
     HYPE_QUALIFICATION_TRIALS = 100

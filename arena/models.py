@@ -257,6 +257,13 @@ class Voter(db.Model):
     released_at: Mapped[datetime | None] = mapped_column(DateTime)
     # an operator reviewed the hold and kept the voter out: off the review queue
     hold_reviewed_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # when the voter earned trust (arena.voting.trust): from then on their votes, earlier
+    # ones too, count in public figures; None while they are still earning it
+    earned_at: Mapped[datetime | None] = mapped_column(DateTime)
+    first_gold_at: Mapped[datetime | None] = mapped_column(DateTime)  # first gold answered right
+    # a cohort review (arena.analysis.cohorts) holds their votes out of public figures until
+    # an operator looks: they wait, like a new voter's; None when under none
+    review_id: Mapped[int | None] = mapped_column(Integer, index=True)
 
 
 class VotingSession(db.Model):
@@ -324,9 +331,11 @@ class Vote(db.Model):
         # 2M votes on SQLite, which no longer reads the table nor sorts), and the public
         # pages' cut-off too (WHERE created_at < the hour's: 828 -> 168 ms, without the table)
         Index("ix_vote_ranking", "criterion", "is_validation", "flags", "winner_model_id",
-              "loser_model_id", "voter_id", "created_at"),
-        # the votes since a ranking rollup's watermark (arena.analysis.rollups)
+              "loser_model_id", "voter_id", "public_at"),
         Index("ix_vote_criterion_created", "criterion", "created_at"),
+        # the votes since a ranking rollup's watermark (arena.analysis.rollups), and those
+        # waiting for their voters' trust (public_at NULL)
+        Index("ix_vote_criterion_public", "criterion", "public_at"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     task_id: Mapped[int] = mapped_column(ForeignKey("task.id"), unique=True)
@@ -350,6 +359,10 @@ class Vote(db.Model):
     # the language the voter's page was in (arena.web.i18n): an alignment vote judges an
     # English caption, so analysts can keep only the votes of pages in a language
     language: Mapped[str | None] = mapped_column(String(8))
+    # when the vote began to count in public figures (arena.analysis.published): its stamp
+    # when its voter had earned trust, else the moment they did (arena.voting.trust); None
+    # while it waits for that, or for a cohort review
+    public_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
 class EloRating(db.Model):
@@ -479,6 +492,28 @@ class PublishedFigures(db.Model):
     period: Mapped[datetime] = mapped_column(DateTime, primary_key=True)  # when it began
     as_of: Mapped[datetime] = mapped_column(DateTime)  # they count what was stamped before it
     payload: Mapped[str] = mapped_column(Text)  # JSON
+
+
+class CohortReview(db.Model):
+    """Voters new together (first seen in one period, day or week, or counted from one
+    period) whose votes moved the crowd's ranking beyond what voters like the crowd would
+    (:mod:`arena.analysis.cohorts`): the fewest of them whose votes take the cohort back
+    under the line wait out of public figures (``Voter.review_id``) until an operator
+    releases them or keeps them out."""
+
+    __tablename__ = "cohort_review"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    criterion: Mapped[str] = mapped_column(String(20))
+    kind: Mapped[str] = mapped_column(String(20))  # period, day, week, counted
+    since: Mapped[datetime] = mapped_column(DateTime)  # the cohort's window
+    until: Mapped[datetime] = mapped_column(DateTime)
+    found_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    reason: Mapped[str] = mapped_column(String(300))  # the statistic past the line, in words
+    evidence: Mapped[str] = mapped_column(Text)  # JSON: every statistic, the gaps it moved
+    voters: Mapped[int] = mapped_column(Integer)  # waiting on this review
+    votes: Mapped[int] = mapped_column(Integer)
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime)
+    decision: Mapped[str | None] = mapped_column(String(20))  # released, kept out
 
 
 class ImageReport(db.Model):

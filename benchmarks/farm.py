@@ -179,8 +179,9 @@ def _a_period_earlier(seconds: float) -> None:
     from arena.extensions import db
     from arena.models import Vote
 
-    db.session.execute(update(Vote).values(
-        created_at=Vote.created_at - timedelta(seconds=float(seconds))))
+    back = timedelta(seconds=float(seconds))
+    db.session.execute(update(Vote).values(created_at=Vote.created_at - back,
+                                           public_at=Vote.public_at - back))
     db.session.commit()
     published.forget()
 

@@ -135,9 +135,11 @@ def public_pages() -> dict[str, float]:
     cut = published.cutoff()
     last = db.session.scalar(select(func.max(Vote.id))) - 20_000
     db.session.execute(update(Vote).where(Vote.id <= last)
-                       .values(created_at=cut - timedelta(days=1)))
+                       .values(created_at=cut - timedelta(days=1),
+                               public_at=cut - timedelta(days=1)))
     db.session.execute(update(Vote).where(Vote.id > last)
-                       .values(created_at=cut + timedelta(minutes=1)))
+                       .values(created_at=cut + timedelta(minutes=1),
+                               public_at=cut + timedelta(minutes=1)))
     prompt_set = db.session.scalar(select(PromptSet.id).order_by(PromptSet.id.desc()))
     campaign = Campaign(name="bench", prompt_set_id=prompt_set, criteria="preference",
                         published_at=utcnow())

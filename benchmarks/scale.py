@@ -123,8 +123,8 @@ def _batch(conn, start, end, per_voter, first_comparison, n_comparisons, before,
     voters = (start // per_voter, (end - 1) // per_voter)
     conn.execute("""
         INSERT INTO voter (id, public_id, trust, validations_passed, validations_failed,
-                           pool, created_at, continent, gender, age_group)
-        SELECT v, 'scale' || v, 1, 0, 0, 0, now(),
+                           pool, created_at, earned_at, continent, gender, age_group)
+        SELECT v, 'scale' || v, 1, 0, 0, 0, now(), now(),
                (ARRAY['AF','AS','EU','NA','OC','SA'])[v %% 6 + 1],
                (ARRAY['female','male'])[v %% 2 + 1], (ARRAY['18-29','30-39','40-49'])[v %% 3 + 1]
         FROM generate_series(%s::bigint, %s) v
@@ -150,14 +150,16 @@ def _batch(conn, start, end, per_voter, first_comparison, n_comparisons, before,
     conn.execute("""
         INSERT INTO vote (id, task_id, voter_id, comparison_id, criterion, choice,
                           winner_image_id, loser_image_id, winner_model_id, loser_model_id,
-                          is_validation, flags, response_ms, created_at, language)
+                          is_validation, flags, response_ms, created_at, public_at,
+                          language)
         SELECT t.id, t.id, t.voter_id, t.comparison_id, 'preference',
                CASE WHEN left_wins THEN 'left' ELSE 'right' END,
                CASE WHEN left_wins THEN a.id ELSE b.id END,
                CASE WHEN left_wins THEN b.id ELSE a.id END,
                CASE WHEN left_wins THEN a.model_id ELSE b.model_id END,
                CASE WHEN left_wins THEN b.model_id ELSE a.model_id END,
-               false, 0, 1500, t.answered_at, (ARRAY['en','es','zh'])[t.id %% 3 + 1]
+               false, 0, 1500, t.answered_at, t.answered_at,
+               (ARRAY['en','es','zh'])[t.id %% 3 + 1]
         FROM (SELECT t.*, ((t.id::bigint * 40503) %% 10007) / 10007.0
                           < 1 / (1 + power(10, (b.model_id - a.model_id) * 40 / 400.0))
                           AS left_wins
@@ -190,7 +192,8 @@ def measure(app, url: str, sa_url: str, campaign_id: int, instance: Path, repeat
     with app.app_context():
         cut = published.cutoff()
         db.session.execute(update(Vote).where(Vote.created_at >= cut)  # (the last size's new)
-                           .values(created_at=cut - timedelta(minutes=1)))
+                           .values(created_at=cut - timedelta(minutes=1),
+                                   public_at=cut - timedelta(minutes=1)))
         rollups.reset()
         db.session.commit()
         published.forget()
@@ -212,7 +215,7 @@ def measure(app, url: str, sa_url: str, campaign_id: int, instance: Path, repeat
         figures["new"], figures["refresh"] = _refresh_new(url, cut)
         mark = db.session.get(RankingRollup, "preference")
         figures["rolled"] = db.session.scalar(
-            select(func.count()).where(Vote.created_at < mark.through))
+            select(func.count()).where(Vote.public_at < mark.through))
     env = {**os.environ, "ARENA_INSTANCE_PATH": str(instance), "ARENA_SECRET_KEY": "bench",
            "ARENA_DATABASE_URL": sa_url}
     figures["rank_cli"] = median_s(lambda: subprocess.run(
@@ -227,8 +230,8 @@ def _refresh_new(url: str, cut) -> tuple[int, float]:
     with psycopg.connect(url, autocommit=True) as conn:
         top = conn.execute("SELECT max(id) FROM vote").fetchone()[0]
         new = min(NEW_VOTES, top // 2)
-        conn.execute("UPDATE vote SET created_at = %s WHERE id > %s",
-                     (cut + timedelta(minutes=1), top - new))
+        conn.execute("UPDATE vote SET created_at = %s, public_at = %s WHERE id > %s",
+                     (cut + timedelta(minutes=1), cut + timedelta(minutes=1), top - new))
     db.session.execute(update(RankingRollup).values(through=cut, last_vote_id=top - new))
     db.session.commit()
     t0 = time.perf_counter()

@@ -7,7 +7,7 @@ from sqlalchemy import insert, select
 
 from arena.config import CRITERIA
 from arena.extensions import db
-from arena.models import Comparison, GenModel, Image
+from arena.models import Comparison, GenModel, Image, utcnow
 from tests.factories import image_rows
 
 
@@ -94,7 +94,8 @@ def fill_votes(n_votes: int, criterion: str = "preference") -> int:
         Comparison.criterion == criterion, Comparison.is_validation.is_(False)))
     n_voters = -(-n_votes // comparisons)
     first = db.session.scalar(select(func.coalesce(func.max(Voter.id), 0)))
-    db.session.execute(insert(Voter), [{"public_id": f"bench{first + k}"} for k in range(n_voters)])
+    db.session.execute(insert(Voter), [{"public_id": f"bench{first + k}", "earned_at": utcnow()}
+                                       for k in range(n_voters)])
     voters = db.session.scalars(select(Voter.id).where(Voter.id > first)).all()
     db.session.execute(insert(VotingSession), [
         {"public_id": f"bench{v}", "voter_id": v, "criterion": criterion} for v in voters])
@@ -110,13 +111,13 @@ def fill_votes(n_votes: int, criterion: str = "preference") -> int:
     db.session.execute(text("""
         INSERT INTO vote (task_id, voter_id, comparison_id, criterion, choice, winner_image_id,
                           loser_image_id, winner_model_id, loser_model_id, is_validation,
-                          response_ms, created_at)
+                          response_ms, created_at, public_at)
         SELECT t.id, t.voter_id, t.comparison_id, :criterion, x.choice,
                CASE WHEN x.choice = 'left' THEN a.id ELSE b.id END,
                CASE WHEN x.choice = 'left' THEN b.id ELSE a.id END,
                CASE WHEN x.choice = 'left' THEN a.model_id ELSE b.model_id END,
                CASE WHEN x.choice = 'left' THEN b.model_id ELSE a.model_id END,
-               :no, 1500, CURRENT_TIMESTAMP
+               :no, 1500, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP
         FROM task t
         JOIN image a ON a.id = t.left_image_id
         JOIN image b ON b.id = t.right_image_id

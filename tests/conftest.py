@@ -35,6 +35,9 @@ def app_config(tmp_path, **overrides) -> dict:
         "RATELIMIT_ENABLED": False,
         # tests vote in milliseconds; the timing floor is switched on where it is tested
         "MIN_VOTE_MS": {},
+        # and with new voters: earned trust (gold on separate visits) is switched on where
+        # it is tested
+        "EARN_TRUST_GOLD": 0,
         # images are rendered when stored: small sizes keep the suite quick; the blinding
         # tests and the production tests use the shipped sizes
         "PRESENT_SIZES": (96, 192),

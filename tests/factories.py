@@ -172,6 +172,9 @@ def time_passes() -> timedelta:
         back = max(stamps) - published.cutoff() + timedelta(minutes=1)
         for vote in db.session.scalars(select(Vote)):
             vote.created_at -= back
+            vote.public_at = vote.public_at and vote.public_at - back
+        for voter in db.session.scalars(select(Voter).where(Voter.first_gold_at.is_not(None))):
+            voter.first_gold_at -= back
         for task in db.session.scalars(select(Task).where(Task.skipped_at.is_not(None))):
             task.skipped_at -= back
         for report in db.session.scalars(select(ImageReport)):

@@ -533,7 +533,8 @@ def _described(slice_: Slice) -> dict:
 
 def _rank_elo_votes(criterion, slice_, counted: Tally, cluster, rounds, rng, elo_now,
                     include_idle) -> Ranking:
-    """Elo over the sliced votes in id order, with bootstrap intervals by ``cluster`` (for
+    """Elo over the sliced votes in id order (public ones in the order they began to count),
+    with bootstrap intervals by ``cluster`` (for
     voter+prompt, the two-way covariance of :func:`arena.ranking.elo.elo_bootstrap`)."""
     from arena.voting.votes import elo_params
 
@@ -541,7 +542,9 @@ def _rank_elo_votes(criterion, slice_, counted: Tally, cluster, rounds, rng, elo
                TWO_WAY: [Vote.voter_id, Comparison.prompt_id]}.get(cluster, [])
     query = vote_filter(criterion, slice_, join_prompt=cluster in ("prompt", TWO_WAY))
     query = query.add_columns(*columns)
-    rows = db.session.execute(query.order_by(Vote.id)).all()
+    # (public figures take the votes in the order they began to count: arena.voting.trust)
+    order = (Vote.public_at, Vote.id) if slice_.as_of is not None else (Vote.id,)
+    rows = db.session.execute(query.order_by(*order)).all()
     index = {model_id: i for i, model_id in enumerate(counted.ids)}
     rows = [r for r in rows if r[0] in index and r[1] in index and r[0] != r[1]]
     winners = np.array([index[r[0]] for r in rows], dtype=np.int64)

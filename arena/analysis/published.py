@@ -236,7 +236,7 @@ def _elo_before(before: datetime) -> dict[str, list]:
         start = {m: last[criterion][name][1:] for m, name in names.items()
                  if name in last.get(criterion, {})}
         state = replayed(criterion, list(names), elo_params(), before=before, since=since,
-                         start=start)
+                         start=start, public=True)
         rows = [[names[m], rating, votes, wins] for m, (rating, votes, wins) in state.items()]
         ratings[criterion] = sorted(rows, key=lambda row: (-row[1], row[0]))
     return ratings

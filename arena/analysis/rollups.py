@@ -181,13 +181,16 @@ def _symmetric(value, row, col, size: int) -> sparse.csr_matrix:
 
 def window(criterion: str, row: RankingRollup, before: datetime | None,
            last_id: int | None = None) -> list:
-    """WHERE clauses: the votes of ``criterion`` not in ``row``: stamped from its watermark
-    on (and before ``before``), or stored after its last vote with an earlier stamp (a
-    simulation's clock, an import); up to vote ``last_id`` when given."""
-    window = Vote.created_at >= row.through
+    """WHERE clauses: the votes of ``criterion`` not in ``row``: counted in public figures
+    from its watermark on (and before ``before``), or stored after its last vote with an
+    earlier stamp (a simulation's clock, an import); without ``before`` (the live figures)
+    the votes waiting for their voters' trust too; up to vote ``last_id`` when given."""
+    window = Vote.public_at >= row.through
+    late = and_(Vote.id > row.last_vote_id, Vote.public_at < row.through)
     if before is not None:
-        window = and_(window, Vote.created_at < before)
-    late = and_(Vote.id > row.last_vote_id, Vote.created_at < row.through)
+        window = and_(window, Vote.public_at < before)
+    else:
+        late = or_(late, Vote.public_at.is_(None))
     clauses = [Vote.criterion == criterion, or_(window, late)]
     if last_id is not None:
         clauses.append(Vote.id <= last_id)
@@ -272,7 +275,7 @@ def voter_counts(criterion: str, ids: list[int], as_of: datetime
         return None
     late = db.session.execute(select(Vote.id).where(
         Vote.criterion == criterion, Vote.id > row.last_vote_id,
-        Vote.created_at < row.through).limit(1)).first()
+        Vote.public_at < row.through).limit(1)).first()
     if late is not None:
         return None
     rows = _array(db.session.execute(
@@ -304,8 +307,8 @@ def pending(now: datetime | None = None) -> int:
     marks = dict(db.session.execute(
         select(RankingRollup.criterion, RankingRollup.through)).all())
     return sum(db.session.execute(select(func.count()).where(
-        Vote.criterion == criterion, Vote.created_at >= marks.get(criterion, EPOCH),
-        Vote.created_at < target)).scalar() for criterion in CRITERIA)
+        Vote.criterion == criterion, Vote.public_at >= marks.get(criterion, EPOCH),
+        Vote.public_at < target)).scalar() for criterion in CRITERIA)
 
 
 @dataclass(frozen=True)
@@ -367,17 +370,17 @@ def _advance(criterion: str, target: datetime, batch: int) -> int | None:
 
 def _batch_end(criterion: str, since: datetime, target: datetime, batch: int) -> datetime:
     """The stamp ``batch`` votes after ``since`` (exclusive end of the batch), or ``target``."""
-    stamps = (select(Vote.created_at)
-              .where(Vote.criterion == criterion, Vote.created_at >= since,
-                     Vote.created_at < target)
-              .order_by(Vote.created_at).offset(batch).limit(1))
+    stamps = (select(Vote.public_at)
+              .where(Vote.criterion == criterion, Vote.public_at >= since,
+                     Vote.public_at < target)
+              .order_by(Vote.public_at).offset(batch).limit(1))
     end = db.session.execute(stamps).scalar()
     if end is None:
         return target
     if end == since:  # more than a batch share one stamp: take them all
-        end = db.session.execute(select(func.min(Vote.created_at)).where(
-            Vote.criterion == criterion, Vote.created_at > since,
-            Vote.created_at < target)).scalar() or target
+        end = db.session.execute(select(func.min(Vote.public_at)).where(
+            Vote.criterion == criterion, Vote.public_at > since,
+            Vote.public_at < target)).scalar() or target
     return end
 
 
@@ -437,21 +440,24 @@ def _answers() -> tuple:
 
 # -- what the public counts read: the rollup and the votes past it, in one statement ----------
 
-def _not_rolled_up(criterion: str, before: datetime) -> list[list]:
-    """WHERE clauses on Vote, two sets for two SELECTs: the votes of ``criterion`` stamped
-    before ``before`` that its rollup does not hold (all of them when it has no rollup that
-    stops at or before ``before``). The watermark is read by the same statement as the
-    rollup, so a refresh that commits meanwhile is seen whole or not at all."""
+def _not_rolled_up(criterion: str, before: datetime, waiting: bool = False) -> list[list]:
+    """WHERE clauses on Vote, two sets for two SELECTs: the votes of ``criterion`` counted
+    in public figures before ``before`` that its rollup does not hold (all of them when it
+    has no rollup that stops at or before ``before``), and with ``waiting`` a third: those
+    waiting for their voters' trust (the live figures). The watermark is read by the same
+    statement as the rollup, so a refresh that commits meanwhile is seen whole or not at
+    all."""
     def mark(column):
         return select(column).where(RankingRollup.criterion == criterion,
                                     RankingRollup.through <= before).scalar_subquery()
 
     through = mark(RankingRollup.through)
-    since = [Vote.criterion == criterion, Vote.created_at < before,
-             Vote.created_at >= func.coalesce(through, literal(EPOCH, DateTime()))]
+    since = [Vote.criterion == criterion, Vote.public_at < before,
+             Vote.public_at >= func.coalesce(through, literal(EPOCH, DateTime()))]
     late = [Vote.criterion == criterion, Vote.id > mark(RankingRollup.last_vote_id),
-            Vote.created_at < through]
-    return [since, late]
+            Vote.public_at < through]
+    return [since, late] + ([[Vote.criterion == criterion, Vote.public_at.is_(None)]]
+                            if waiting else [])
 
 
 def _usable(criterion, before: datetime):
@@ -489,7 +495,7 @@ def comparison_sides(criterion: str, as_of: datetime | None = None) -> np.ndarra
                     func.count().label("n"))
              .join(Comparison, Comparison.id == Vote.comparison_id)
              .where(Vote.flags == 0, ordinary, *clauses).group_by(Vote.comparison_id)
-             for clauses in _not_rolled_up(criterion, before)]
+             for clauses in _not_rolled_up(criterion, before, waiting=as_of is None)]
     parts.append(select(RollupComparison.comparison_id, RollupComparison.first_votes,
                         RollupComparison.votes)
                  .join(Comparison, Comparison.id == RollupComparison.comparison_id)
@@ -507,13 +513,16 @@ def sides_of(query) -> np.ndarray:
     return np.column_stack([rows[:, 0], rows[:, 1] - rows[:, 0]])
 
 
-def campaign_voters(campaign_id: int, before: datetime):
+def campaign_voters(campaign_id: int, before: datetime, waiting: bool = False):
     """Per voter of the campaign (``voter_id``, ``votes``, ``gold``, ``failed``), a
-    subquery: their votes stamped before ``before``, of them on gold pairs and failed."""
+    subquery: their votes counted in public figures before ``before`` (with ``waiting``,
+    those waiting for their voters' trust too: the live figures), of them on gold pairs and
+    failed."""
     parts = [select(Vote.voter_id.label("voter_id"), *_answers())
              .join(Comparison, Comparison.id == Vote.comparison_id)
              .where(Comparison.campaign_id == campaign_id, *clauses).group_by(Vote.voter_id)
-             for criterion in CRITERIA for clauses in _not_rolled_up(criterion, before)]
+             for criterion in CRITERIA
+             for clauses in _not_rolled_up(criterion, before, waiting)]
     parts.append(select(RollupCampaignVoter.voter_id, RollupCampaignVoter.votes,
                         RollupCampaignVoter.gold, RollupCampaignVoter.failed)
                  .where(RollupCampaignVoter.campaign_id == campaign_id,

@@ -188,8 +188,8 @@ def _history(criterion: str, voters: list[int], row: RankingRollup, end: datetim
     rows (voter, prompt, winner, loser, language, category, comparison, first (1 when the
     comparison's first image won), votes before, votes after), language and category as
     their places in the list returned with the rows (-1 for none)."""
-    before = and_(Vote.created_at < row.through, Vote.id <= row.last_vote_id)
-    after = Vote.created_at < end
+    before = and_(Vote.public_at < row.through, Vote.id <= row.last_vote_id)
+    after = Vote.public_at < end
     if last is not None:
         after = and_(after, Vote.id <= last)
     keys = (Vote.voter_id, func.coalesce(Comparison.prompt_id, -1), Vote.winner_model_id,

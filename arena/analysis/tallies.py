@@ -52,8 +52,9 @@ class Slice:
     until: datetime | None = None
     trusted_only: bool = False
     include_flagged: bool = False
-    # Published figures (arena.analysis.published): only the votes cast before this time,
-    # and the voters' trust as their gold answers before it made it. Not a visitor's choice.
+    # Published figures (arena.analysis.published): only the votes counted in public figures
+    # before this time (arena.voting.trust), and the voters' trust as their gold answers
+    # before it made it. Not a visitor's choice.
     as_of: datetime | None = None
 
     def __post_init__(self):
@@ -148,8 +149,8 @@ def vote_filter(criterion: str, slice_: Slice, join_voter: bool = False,
         query = query.where(Vote.created_at >= slice_.since)
     if slice_.until is not None:
         query = query.where(Vote.created_at < slice_.until)
-    if slice_.as_of is not None:
-        query = query.where(Vote.created_at < slice_.as_of)
+    if slice_.as_of is not None:  # (counted in public figures before it)
+        query = query.where(Vote.public_at < slice_.as_of)
     return query
 
 

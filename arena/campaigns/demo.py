@@ -310,7 +310,7 @@ def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None,
             "gender": str(rng.choice((*voters.GENDERS, "undisclosed"))),
             "country": str(rng.choice(SIMULATED_COUNTRIES)),
         }
-        voter, _ = voters.create_voter(answers)
+        voter, _ = voters.create_voter(answers, trusted=True)  # (as a recruited panel)
         language = SIMULATED_LANGUAGES.get(answers["country"], "en")
         db.session.commit()
         for _ in range(int(rng.integers(1, 5))):

@@ -32,7 +32,7 @@ from sqlalchemy import func, select, update
 
 from arena.errors import Conflict, Invalid, NotFound
 from arena.extensions import db
-from arena.models import Campaign, Comparison, Task, Voter
+from arena.models import Campaign, Comparison, Task, Voter, utcnow
 
 PLATFORMS = {
     "prolific": ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"),
@@ -151,8 +151,10 @@ def admit(join_key: str, params, network: str | None = None) -> Voter:
     key = _participant_key(campaign, participant)
     voter = db.session.scalar(select(Voter).where(Voter.panel_key == key))
     if voter is None:
+        # (the panel platform verified the participant: trusted from the start)
+        now = utcnow()
         voter = Voter(public_id=secrets.token_hex(8), panel_key=key, pool=campaign.id,
-                      network=network)
+                      network=network, created_at=now, earned_at=now)
         db.session.add(voter)
         db.session.commit()
     return voter

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 
 import numpy as np
-from sqlalchemy import case, func, literal, select
+from sqlalchemy import case, func, literal, or_, select
 from sqlalchemy.orm import aliased
 
 from arena.analysis import published, rollups
@@ -47,6 +47,8 @@ class Progress:
     validation: dict = field(default_factory=dict)
     # the campaign's votes that count nowhere, by flag: [flag name, votes, voters]
     not_counted: list[list] = field(default_factory=list)
+    # its votes that count in no public figure yet, by why: [trust | review, votes, voters]
+    waiting: list[list] = field(default_factory=list)
     as_of: datetime | None = None  # published figures: when they were taken
 
 
@@ -101,7 +103,7 @@ def progress(campaign: Campaign, now: datetime | None = None,
     result.skips_total = sum(c["skipped"] for c in result.criteria)
     result.most_skipped = _most_skipped(campaign, before)
     _mark_settled(campaign, result, before)
-    people = _voters(campaign, now)
+    people = _voters(campaign, now, live=before is None)
     result.voters, result.demographics, result.validation = (
         people.voters, people.demographics, people.validation)
     if before is None:
@@ -109,6 +111,7 @@ def progress(campaign: Campaign, now: datetime | None = None,
             select(func.count()).select_from(Comparison).where(
                 Comparison.campaign_id == campaign.id, Comparison.is_validation))
     result.not_counted = _not_counted(campaign, now)
+    result.waiting = _waiting(campaign, now)
     result.votes_per_hour = people.rate
     if result.votes_per_hour:
         remaining = max(result.needed_total - result.votes_total, 0)
@@ -248,12 +251,13 @@ class _People:
     rate: float | None
 
 
-def _voters(campaign: Campaign, now: datetime) -> _People:
-    """Over the campaign's votes stamped before ``now`` (from the rollup and the log past it:
-    :func:`arena.analysis.rollups.campaign_voters`): how many voters took part and their
+def _voters(campaign: Campaign, now: datetime, live: bool = False) -> _People:
+    """Over the campaign's votes counted in public figures before ``now`` (with ``live``,
+    every vote: those waiting for their voters' trust too), from the rollup and the log past
+    it (:func:`arena.analysis.rollups.campaign_voters`): how many voters took part and their
     answers about themselves; how many met a gold pair and how many of those never failed
     one; the votes per hour over the last day (over less, when the first came later)."""
-    per_voter = rollups.campaign_voters(campaign.id, now)
+    per_voter = rollups.campaign_voters(campaign.id, now, waiting=live)
     rows = db.session.execute(
         select(Voter.continent, Voter.age_group, Voter.gender, func.count(),
                func.sum(case((per_voter.c.gold > 0, 1), else_=0)),
@@ -290,6 +294,23 @@ def _not_counted(campaign: Campaign, now: datetime) -> list[list]:
                                Vote.is_validation.in_([False, True]), Vote.flags > 0,
                                Vote.created_at < now, _in_campaign(campaign))).one()
     return [[FLAG_NAMES[bit], row[2 * k], row[2 * k + 1]] for k, bit in enumerate(bits)
+            if row[2 * k]]
+
+
+def _waiting(campaign: Campaign, now: datetime) -> list[list]:
+    """The campaign's unflagged votes stamped before ``now`` that count in no public figure
+    then: their voters had not earned trust, or a cohort review holds them
+    (:mod:`arena.voting.trust`): ``[why, votes, voters]`` per reason with any."""
+    waits = or_(Vote.public_at.is_(None), Vote.public_at >= now)
+    reviewed = Voter.review_id.is_not(None)
+    row = db.session.execute(
+        select(*[column for under in (False, True) for column in (
+            func.count(case((reviewed.is_(under), 1))),
+            func.count(func.distinct(case((reviewed.is_(under), Vote.voter_id)))))])
+        .join(Voter, Voter.id == Vote.voter_id)
+        .where(Vote.criterion.in_(CRITERIA), Vote.flags == 0, waits, Vote.created_at < now,
+               _in_campaign(campaign))).one()
+    return [[why, row[2 * k], row[2 * k + 1]] for k, why in enumerate(("trust", "review"))
             if row[2 * k]]
 
 

@@ -149,6 +149,9 @@ def campaign_status_command(name):
                f"{p.validation['passed']} of {p.validation['voters']} voters who met one")
     for flag, votes, voters in p.not_counted:
         click.echo(f"  not counted: {votes:,d} votes {flag} from {voters:,d} voters")
+    waits = {"trust": "until their voters earn trust", "review": "on a cohort review"}
+    for why, votes, voters in p.waiting:
+        click.echo(f"  waiting {waits[why]}: {votes:,d} votes from {voters:,d} voters")
     if p.campaign.admission == "panel":
         click.echo(f"  panel: {panels.completed_count(p.campaign)} participants completed "
                    f"{p.campaign.panel_tasks} answers")

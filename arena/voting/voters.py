@@ -15,6 +15,7 @@ from arena.extensions import db
 from arena.infra.database import param
 from arena.infra.secrets import hash_token, new_token
 from arena.models import Vote, Voter, utcnow
+from arena.voting import trust
 
 UNDISCLOSED = "undisclosed"  # "prefer not to say"
 AGE_GROUPS = ("18-29", "30-39", "40-49", "50-64", "65+")
@@ -102,16 +103,21 @@ def _answer(raw: dict, field: str) -> str | None:
 
 
 def create_voter(demographics: dict | None = None, *, with_token: bool = False,
-                 network: str | None = None):
+                 network: str | None = None, trusted: bool = False):
     """Add a new voter (not committed), first seen on ``network`` (a keyed hash,
-    :func:`arena.infra.network.network_hash`). Returns (voter, token or None); only the
-    token's hash is stored, so the token can be shown once."""
+    :func:`arena.infra.network.network_hash`), trusted from the start when ``trusted`` (a
+    simulated crowd) or when nobody needs to earn it (:mod:`arena.voting.trust`). Returns
+    (voter, token or None); only the token's hash is stored, so the token can be shown
+    once."""
     fields = clean_demographics(demographics)
     token = new_token() if with_token else None
+    now = utcnow()
     voter = Voter(
         public_id=secrets.token_hex(8),
         token_hash=hash_token(token) if token else None,
         network=network,
+        created_at=now,
+        earned_at=now if trusted or trust.trusted_from_the_start() else None,
         **fields,
     )
     db.session.add(voter)

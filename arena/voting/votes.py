@@ -36,7 +36,7 @@ from arena.models import (
 )
 from arena.ranking.elo import EloParams, elo_update
 from arena.voting import flags as vote_flags
-from arena.voting import matchmaking, pacing
+from arena.voting import matchmaking, pacing, trust
 from arena.voting.tasks import NotYourTask, ReadNotConfirmed, TaskNotFound, owned_task
 
 __all__ = ["InvalidVote", "NotYourTask", "TaskNotFound", "VoteResult", "cast_vote",
@@ -79,6 +79,9 @@ class Ballot:
     flags: int
     at: datetime
     language: str | None = None  # the page's (arena.web.i18n)
+    public: bool = True  # counts in public figures as stamped (arena.voting.trust)
+    earns: bool = False  # completes the voter's record: their waiting votes count from it
+    reviewed: bool = False  # the voter's votes wait on a cohort review
 
     @property
     def rated(self) -> bool:
@@ -172,14 +175,16 @@ def _ballot(context, voter: Voter, choice: str, response_ms: int | None, now) ->
     (winner_id, winner_model), (loser_id, loser_model) = (
         sides[choice], sides["right" if choice == "left" else "left"])
     server_ms = _server_ms(context, voter, now)
+    correct = (winner_id == context.correct_image_id) if context.is_validation else None
     return Ballot(
         task_id=context.id, voter_id=context.voter_id, comparison_id=context.comparison_id,
         criterion=context.criterion, choice=choice, winner_image_id=winner_id,
         loser_image_id=loser_id, winner_model_id=winner_model, loser_model_id=loser_model,
-        is_validation=context.is_validation,
-        correct=(winner_id == context.correct_image_id) if context.is_validation else None,
+        is_validation=context.is_validation, correct=correct,
         response_ms=response_ms, server_ms=server_ms,
-        flags=_flags(context.criterion, server_ms, voter), at=now)
+        flags=_flags(context.criterion, server_ms, voter), at=now,
+        public=trust.counts_now(voter), reviewed=voter.review_id is not None,
+        earns=trust.earns(voter, correct, now) if context.is_validation else False)
 
 
 def _server_ms(context, voter: Voter, now) -> int:
@@ -221,25 +226,28 @@ def _record(ballot: Ballot, params: EloParams, *, stamp_now: bool = False) -> No
     move one rating are stamped in the order they moved it, so a replay to any cut-off
     takes them in the live Elo's order."""
     with write_transaction():
-        also, trust = _trust_change(ballot.correct)
+        also, trust_step = _trust_change(ballot.correct, ballot.earns)
         floor = _floor_ms(ballot.criterion)
         postgres = db.session.get_bind().dialect.name == "postgresql"
         if ballot.rated and postgres:  # the rating pair locked after the turn, one statement
             paced, rows = pacing.take_turn(ballot.voter_id, ballot.at, floor, also,
-                                           _ratings_query(), _ratings_params(ballot), **trust)
+                                           _ratings_query(), _ratings_params(ballot),
+                                           **trust_step)
             ratings = _locked_ratings(rows)
             winner, loser = ratings[ballot.winner_model_id], ratings[ballot.loser_model_id]
         elif ballot.rated:  # SQLite (its writer lock held): the pair read in the turn's UPDATE
             paced, row = pacing.take_turn(ballot.voter_id, ballot.at, floor, also,
                                           returning=_ratings_returned(),
-                                          **_ratings_params(ballot), **trust)
+                                          **_ratings_params(ballot), **trust_step)
             winner, loser = _returned_ratings(row)
         else:
-            paced = pacing.take_turn(ballot.voter_id, ballot.at, floor, also, **trust)
+            paced = pacing.take_turn(ballot.voter_id, ballot.at, floor, also, **trust_step)
         if not paced:
             ballot = replace(ballot, flags=ballot.flags | vote_flags.TOO_FAST)
         values = {f"v_{name}": getattr(ballot, name) for name in _VOTE_COLUMNS}
         values["v_created_at"] = max(utcnow(), ballot.at) if stamp_now else ballot.at
+        counts = ballot.public or (ballot.earns and not ballot.reviewed)
+        values["v_public_at"] = values["v_created_at"] if counts else None
         if ballot.rated:
             won, lost = elo_update(winner, loser, 1.0, params)
             values.update(p_won=won, p_lost=lost)
@@ -247,6 +255,8 @@ def _record(ballot: Ballot, params: EloParams, *, stamp_now: bool = False) -> No
         for statement in _writes(counted=not ballot.flags, rated=ballot.rated,
                                  combined=postgres):
             db.session.execute(statement, values)
+        if ballot.earns and not ballot.reviewed:  # (once in a voter's life)
+            trust.admit(ballot.voter_id, values["v_created_at"])
 
 
 _VOTE_COLUMNS = ("task_id", "voter_id", "comparison_id", "criterion", "choice",
@@ -263,7 +273,8 @@ def _writes(*, counted: bool, rated: bool, combined: bool) -> tuple:
     ``p_won`` and ``p_lost`` the new ratings."""
     vote, task, comparison, rating = (Vote.__table__.c, Task.__table__.c,
                                       Comparison.__table__.c, EloRating.__table__.c)
-    values = {name: param(f"v_{name}", vote[name]) for name in (*_VOTE_COLUMNS, "created_at")}
+    values = {name: param(f"v_{name}", vote[name])
+              for name in (*_VOTE_COLUMNS, "created_at", "public_at")}
     writes = [update(Task.__table__).where(task.id == values["task_id"])
               .values(answered_at=values["created_at"])]
     if counted:
@@ -330,24 +341,28 @@ def _locked_ratings(rows) -> dict[int, float]:
     return ratings
 
 
-def _trust_change(correct: bool | None) -> tuple[tuple, dict]:
+def _trust_change(correct: bool | None, earns: bool = False) -> tuple[tuple, dict]:
     """The voter columns a gold answer changes (none for an ordinary vote), as pacing's
-    ``also`` (built once) and its parameters."""
+    ``also`` (built once) and its parameters; with ``earns``, the trust it earns too
+    (:mod:`arena.voting.trust`)."""
     if correct is None:
         return (), {}
     cfg = current_app.config
     if correct:
-        return _trust_columns(True), {"p_trust_step": float(cfg["TRUST_REWARD"])}
+        return _trust_columns(True, earns), {"p_trust_step": float(cfg["TRUST_REWARD"])}
     return _trust_columns(False), {"p_trust_step": float(cfg["TRUST_PENALTY"])}
 
 
 @cache
-def _trust_columns(correct: bool) -> tuple:
+def _trust_columns(correct: bool, earns: bool = False) -> tuple:
     voter = Voter.__table__.c
     step = param("p_trust_step", voter.trust)
     if correct:
+        now = param("p_now", voter.first_gold_at)
+        earned = (("earned_at", param("p_now", voter.earned_at)),) if earns else ()
         return (("validations_passed", voter.validations_passed + 1),
-                ("trust", at_most(voter.trust + step, 1.0)))
+                ("trust", at_most(voter.trust + step, 1.0)),
+                ("first_gold_at", func.coalesce(voter.first_gold_at, now)), *earned)
     return (("validations_failed", voter.validations_failed + 1),
             ("trust", at_least(voter.trust - step, 0.0)))
 
@@ -374,20 +389,25 @@ def replay(progress=None) -> dict[str, int]:
 
 def replayed(criterion: str, model_ids: list[int], params: EloParams, progress=None,
              before: datetime | None = None, since: datetime | None = None,
-             start: dict[int, list] | None = None) -> dict[int, list]:
+             start: dict[int, list] | None = None, public: bool = False) -> dict[int, list]:
     """Online Elo of ``criterion`` replayed from the vote log in vote-id order (the votes
     stamped before ``before`` and not before ``since``, when given), from the initial rating
-    or from ``start`` where it has a model: ``{model_id: [rating, votes, wins]}``."""
+    or from ``start`` where it has a model: ``{model_id: [rating, votes, wins]}``. With
+    ``public``, the votes counted in public figures in that time (:mod:`arena.voting.trust`),
+    in the order they began to count (their stamp, for a trusted voter's), then by id."""
     start = start or {}
     state = {m: list(start.get(m, (params.initial, 0, 0))) for m in model_ids}
+    stamp = Vote.public_at if public else Vote.created_at
     query = (select(Vote.winner_model_id, Vote.loser_model_id)
              .where(Vote.criterion == criterion, Vote.is_validation.is_(False), Vote.flags == 0,
                     Vote.winner_model_id.is_not(None), Vote.loser_model_id.is_not(None))
-             .order_by(Vote.id))
+             .order_by(*((Vote.public_at,) if public else ()), Vote.id))
+    if public:
+        query = query.where(Vote.public_at.is_not(None))
     if before is not None:
-        query = query.where(Vote.created_at < before)
+        query = query.where(stamp < before)
     if since is not None:
-        query = query.where(Vote.created_at >= since)
+        query = query.where(stamp >= since)
     for winner, loser in db.session.execute(query):
         if winner == loser:
             continue

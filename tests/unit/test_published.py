@@ -136,9 +136,9 @@ def test_every_public_figure_counts_to_one_cutoff(ctx):
         answer(voter, task, "left")
     first, second, third = db.session.scalars(select(Vote).order_by(Vote.id))
     cut = published.cutoff()
-    first.created_at = cut - timedelta(hours=1)
-    second.created_at = cut - timedelta(microseconds=1)  # (just settled)
-    third.created_at = cut  # not before it: next period's
+    first.created_at = first.public_at = cut - timedelta(hours=1)
+    second.created_at = second.public_at = cut - timedelta(microseconds=1)  # (just settled)
+    third.created_at = third.public_at = cut  # not before it: next period's
     db.session.commit()
     board = rank_models("preference", rounds=0, public=True)
     table = elo_table("preference")

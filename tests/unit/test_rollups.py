@@ -54,7 +54,8 @@ def _voters(count, seed, stamped_from, step=timedelta(minutes=7)):
     ids = db.session.scalars(select(Vote.id).where(Vote.id > first).order_by(Vote.id)).all()
     for i, vote_id in enumerate(ids):
         db.session.execute(update(Vote).where(Vote.id == vote_id)
-                           .values(created_at=stamped_from + i * step))
+                           .values(created_at=stamped_from + i * step,
+                                   public_at=stamped_from + i * step))
     db.session.commit()
     return ids
 

@@ -51,7 +51,8 @@ def _voters(count, seed, stamped_from, step=timedelta(minutes=7)):
     ids = db.session.scalars(select(Vote.id).where(Vote.id > first).order_by(Vote.id)).all()
     for i, vote_id in enumerate(ids):
         db.session.execute(update(Vote).where(Vote.id == vote_id).values(
-            created_at=stamped_from + i * step, language=("en", "es")[int(rng.integers(2))]))
+            created_at=stamped_from + i * step, public_at=stamped_from + i * step,
+            language=("en", "es")[int(rng.integers(2))]))
     db.session.commit()
 
 
@@ -94,7 +95,8 @@ def _fail_gold(voter, stamp):
         if gold.is_validation:
             answer(voter, task, "left" if task.right_image.id == gold.correct_image_id
                    else "right")
-    db.session.execute(update(Vote).where(Vote.id > first).values(created_at=stamp))
+    db.session.execute(update(Vote).where(Vote.id > first).values(created_at=stamp,
+                                                                  public_at=stamp))
     db.session.commit()
     assert db.session.get(Voter, voter.id).validations_failed > 0
 
