@@ -170,8 +170,15 @@ def main() -> None:
         drive_arena(env, args.cycles, client, warmup=0, measure=meter)
         elapsed = time.perf_counter() - started
         busy += others_busy(admin, name)
-        time.sleep(1.5)  # (a backend reports its transactions to the statistics within 1 s)
+        # (a busy backend reports its transactions to the statistics within 1 s of them, an
+        # idle one within 10 s)
+        deadline, last = time.monotonic() + 12, None
         after = database_totals(admin, name)
+        while time.monotonic() < deadline and (after["commits"] == before["commits"]
+                                               or after["commits"] != last):
+            last = after["commits"]
+            time.sleep(1.0)
+            after = database_totals(admin, name)
         all_ms = (cpu_ticks(everything) - before_all) * TICK_MS
         wal = admin.execute("SELECT pg_wal_lsn_diff(%s, %s)",
                             (after["wal"], before["wal"])).fetchone()[0]

@@ -748,6 +748,96 @@ def networks(n_units: int, farm: np.ndarray, seed: int, shared: int = 10,
     return group
 
 
+# --- cohorts of new voters --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CohortStudy:
+    """A crowd (``voters`` of them, the last ``cohort`` share new) voting ``votes`` times on
+    ``models`` models evenly spread over 1.6 log units, 24 prompts: tastes of their own
+    (``taste`` sd per model), prompt effects (``prompt_sd`` per model and prompt), unequal
+    activity (``activity_sd`` of a lognormal, or ``zipf``); the new voters may be served
+    ``cohort_prompts`` of the prompts or pairs among ``cohort_models`` only, or be
+    ``cohort_heavy`` times as active (benchmarks/cohorts.py, tests/unit/test_cohorts.py).
+    A farm among the new voters: ``farm`` identities of ``farm_votes`` votes, ``on_target``
+    of them on the weakest model's pairs for it (or, ``omnipresent``, on its upper
+    neighbour's pairs against it: the neighbour down without the target), the rest with the
+    crowd's majority."""
+
+    models: int = 8
+    voters: int = 600
+    votes: int = 20_000
+    prompts: int = 24
+    taste: float = 0.5
+    prompt_sd: float = 0.3
+    activity_sd: float = 1.0
+    zipf: bool = False
+    cohort: float = 0.1
+    cohort_prompts: float = 1.0
+    cohort_models: tuple[int, ...] = ()
+    cohort_heavy: float = 1.0
+    farm: int = 0
+    farm_votes: int = 14
+    on_target: int = 4
+    omnipresent: bool = False
+
+    def draw(self, seed: int):
+        """(two-way data, the new voters' mask, the true order's adjacent gaps, the farm's
+        mask), voters numbered as the data's first way."""
+        rng = np.random.default_rng(seed)
+        n = self.models
+        theta = np.linspace(0.8, -0.8, n)
+        activity = (1.0 / (1 + rng.permutation(self.voters)) if self.zipf
+                    else rng.lognormal(0, self.activity_sd, self.voters))
+        new_from = int(self.voters * (1 - self.cohort))
+        activity[new_from:] *= self.cohort_heavy
+        voter = rng.choice(self.voters, size=self.votes, p=activity / activity.sum())
+        tastes = self.taste * rng.normal(0, 1, (self.voters, n))
+        effects = self.prompt_sd * rng.normal(0, 1, (self.prompts, n))
+        a = rng.integers(0, n, self.votes)
+        b = (a + rng.integers(1, n, self.votes)) % n
+        prompt = rng.integers(0, self.prompts, self.votes)
+        new = voter >= new_from
+        if self.cohort_prompts < 1:
+            prompt[new] = rng.integers(0, max(1, int(self.prompts * self.cohort_prompts)),
+                                       new.sum())
+        if self.cohort_models:
+            pool = np.array(self.cohort_models)
+            a[new] = rng.choice(pool, new.sum())
+            b[new] = pool[(np.searchsorted(pool, a[new])
+                           + rng.integers(1, pool.size, new.sum())) % pool.size]
+        p = expit(theta[a] + tastes[voter, a] + effects[prompt, a]
+                  - theta[b] - tastes[voter, b] - effects[prompt, b])
+        won = rng.random(self.votes) < p
+        winners, losers, units, prompts = [np.where(won, a, b)], [np.where(won, b, a)], \
+            [voter], [prompt]
+        target, above = n - 1, n - 2
+        for k in range(self.farm):
+            fa = rng.integers(0, n, self.farm_votes)
+            fb = (fa + rng.integers(1, n, self.farm_votes)) % n
+            pick_a = theta[fa] > theta[fb]  # the crowd's majority
+            chosen = slice(0, self.on_target)
+            if self.omnipresent:  # the neighbour against models other than the target
+                fa[chosen] = above
+                fb[chosen] = rng.choice([m for m in range(n) if m not in (above, target)],
+                                        self.on_target)
+                pick_a[chosen] = False
+            else:
+                fa[chosen] = target
+                fb[chosen] = (target + rng.integers(1, n, self.on_target)) % n
+                pick_a[chosen] = True
+            winners.append(np.where(pick_a, fa, fb))
+            losers.append(np.where(pick_a, fb, fa))
+            units.append(np.full(self.farm_votes, self.voters + k))
+            prompts.append(rng.integers(0, self.prompts, self.farm_votes))
+        units = np.concatenate(units)
+        data = PairCounts.crossed(n, units, np.concatenate(prompts), np.concatenate(winners),
+                                  np.concatenate(losers), np.ones(units.size))
+        labels = np.unique(units)
+        gaps = list(pairwise(range(n)))
+        return data, labels >= new_from, gaps, labels >= self.voters
+
+
 # --- blind voters among an attentive crowd -----------------------------------------------
 
 

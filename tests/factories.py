@@ -160,10 +160,10 @@ def answer(voter: Voter, task: Task, choice: str, response_ms: int | None = None
 
 
 def time_passes() -> timedelta:
-    """As if the public pages' period had turned since everything so far: every vote, skip
-    and report moves back in time (order kept) to before the period's cut-off, and the
-    figures are taken afresh (arena.analysis.published; the clock itself cannot be moved).
-    Returns how far the stamps moved back."""
+    """As if the public pages' period had turned since everything so far: every vote, skip,
+    report and voter's stamp moves back in time (order kept) to before the period's cut-off,
+    and the figures are taken afresh (arena.analysis.published; the clock itself cannot be
+    moved). Returns how far the stamps moved back."""
     stamps = [*db.session.scalars(select(Vote.created_at)),
               *db.session.scalars(select(Task.skipped_at).where(Task.skipped_at.is_not(None))),
               *db.session.scalars(select(ImageReport.created_at))]
@@ -173,8 +173,10 @@ def time_passes() -> timedelta:
         for vote in db.session.scalars(select(Vote)):
             vote.created_at -= back
             vote.public_at = vote.public_at and vote.public_at - back
-        for voter in db.session.scalars(select(Voter).where(Voter.first_gold_at.is_not(None))):
-            voter.first_gold_at -= back
+        for voter in db.session.scalars(select(Voter)):  # (the cohort screen reads these)
+            voter.created_at -= back
+            voter.earned_at = voter.earned_at and voter.earned_at - back
+            voter.first_gold_at = voter.first_gold_at and voter.first_gold_at - back
         for task in db.session.scalars(select(Task).where(Task.skipped_at.is_not(None))):
             task.skipped_at -= back
         for report in db.session.scalars(select(ImageReport)):

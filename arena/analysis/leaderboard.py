@@ -38,6 +38,9 @@ from arena.ranking.robustness import flips
 METHODS = ("bt", "elo")
 INTERVALS = ("bootstrap", "instant")
 LEVEL = 0.95
+# an analyst's ranking of every vote now, not as of the last farm screen
+LIVE_WARNING = ("live: every vote to the second, including those that wait for their "
+                "voters' trust or the next farm screen")
 
 @dataclass
 class RankedModel:
@@ -426,6 +429,9 @@ def rank_models(
         edition = published.elo()
         slice_ = slice_.published_at(edition.as_of)
         elo_now = edition.online(criterion)
+    elif slice_.as_of is not None:  # (the analysts' default: as the public pages count)
+        edition = published.elo()
+        elo_now = edition.online(criterion) if edition.as_of == slice_.as_of else {}
     else:
         elo_now = online_elo(criterion)
     found = (None if weights is not None

@@ -126,6 +126,13 @@ def figures(kind: str, key: int, compute: Callable[[datetime], Any],
     return stored
 
 
+def shown_cutoff(now: datetime | None = None) -> datetime:
+    """The cut-off of the figures the public pages show now: the current period's once the
+    rollup timer has screened it for farms, else the period before's (:func:`_shown`). The
+    analysts' default: every vote counted in public figures before it."""
+    return _shown("elo", ALL, now, lambda p: p, True)[0] - SETTLED
+
+
 def stored(kind: str, key: int, now: datetime | None = None) -> Published | None:
     """The figures ``kind`` of ``key`` for the period the public pages show if some request
     (or the timer) has taken them, else None: for figures no page may pay for."""

@@ -15,7 +15,7 @@ import numpy as np
 from flask import current_app
 from sqlalchemy import case, func, select, update
 
-from arena.analysis import published, rollups
+from arena.analysis import cohorts, published, rollups
 from arena.analysis.tallies import Slice, models, tally, vote_filter
 from arena.config import CRITERIA, check_criterion
 from arena.extensions import db
@@ -227,16 +227,27 @@ def _set_held(public_ids, holding: bool, progress, reasons: dict[str, str]) -> i
     return len(changed)
 
 
-def screen(progress=None) -> list[str]:
-    """Hold out the voters :func:`suspects` names in any criterion among the votes before
-    the period's cut-off, against the crowd's strengths as of the period before, but those
-    already held and those an operator released: once per period, from the rollup timer
-    (the rollup's voter counts when it has just reached the cut-off). Returns the public ids
-    held this period."""
-    def run(before) -> list[str]:
+@dataclass(frozen=True)
+class Screened:
+    held: list[str]  # public ids held this period
+    reviews: list[int]  # cohort reviews opened (arena.analysis.cohorts)
+
+
+def _screened(payload: dict) -> Screened:
+    return Screened(list(payload["held"]), list(payload["reviews"]))
+
+
+def screen(progress=None) -> Screened:
+    """Once per period, from the rollup timer, among the votes counted before the period's
+    cut-off: hold out the voters :func:`suspects` names in any criterion, against the
+    crowd's strengths as of the period before, but those already held and those an operator
+    released; then test the cohorts of new voters (:mod:`arena.analysis.cohorts`) and send
+    the votes of those a review names back to waiting."""
+    def run(before) -> dict:
         alpha = current_app.config["SCREEN_ALPHA"]
+        period = timedelta(seconds=float(current_app.config["PUBLISHED_PERIOD_S"]))
         # (the crowd as it stood a period earlier: what a farm of this period could not move)
-        earlier = before - timedelta(seconds=float(current_app.config["PUBLISHED_PERIOD_S"]))
+        earlier = before - period
         reasons: dict[str, list[str]] = {}
         for criterion in CRITERIA:
             for s in suspects(criterion, Slice(as_of=before), alpha, earlier):
@@ -246,6 +257,7 @@ def screen(progress=None) -> list[str]:
             Voter.released_at.is_(None))).all() if reasons else []
         if fresh:
             hold(fresh, progress, {p: "; ".join(reasons[p]) for p in fresh})
-        return sorted(fresh)
+        return {"held": sorted(fresh), "reviews": cohorts.screen(before, period)}
 
-    return published.figures(published.SCREEN, published.ALL, run, screened=False).payload
+    return published.figures(published.SCREEN, published.ALL, run, screened=False,
+                             load=_screened).payload

@@ -59,14 +59,19 @@ from flask.cli import with_appcontext
 @click.option("--include-flagged", is_flag=True,
               help="Count the votes that do not count by default (too fast, distrusted).")
 @click.option("--poststratify", is_flag=True, help="Same as --margin continent.")
+@click.option("--live", is_flag=True,
+              help="Every vote to the second, before the farm screen and trust (by "
+              "default, the votes counted in public figures as of the last screen).")
 @with_appcontext
 def rank_command(criterion, votes_file, method, rounds, intervals, cluster, margins, weights,
-                 ties, seed, fmt, output, poststratify, **slice_options):
-    """Rank models with Bradley-Terry or Elo, with 95% intervals and rank sets."""
+                 ties, seed, fmt, output, poststratify, live, **slice_options):
+    """Rank models with Bradley-Terry or Elo, with 95% intervals and rank sets: by default
+    from the votes counted in public figures as of the rollup timer's last screen (what the
+    public pages show, trust earned and farms held out); --live counts every vote now."""
     import numpy as np
 
-    from arena.analysis import exports
-    from arena.analysis.leaderboard import rank_models, rank_votes_file
+    from arena.analysis import exports, published
+    from arena.analysis.leaderboard import LIVE_WARNING, rank_models, rank_votes_file
     from arena.analysis.tallies import Slice
 
     if fmt == "parquet" and output is None:
@@ -84,11 +89,18 @@ def rank_command(criterion, votes_file, method, rounds, intervals, cluster, marg
     elif criterion is None:
         raise click.UsageError("give --criterion (or --votes FILE)")
     else:
+        as_of = None if live else published.shown_cutoff()
         ranking = rank_models(criterion, method=method, rounds=rounds, rng=rng,
-                              slice_=Slice(**slice_options), intervals=intervals,
+                              slice_=Slice(**slice_options, as_of=as_of), intervals=intervals,
                               cluster=cluster or "voter+prompt", margins=margins,
                               poststratify=poststratify, weights=weights)
+        if live:
+            ranking.flags.insert(0, LIVE_WARNING)
+        else:
+            click.echo(f"as of {as_of:%Y-%m-%d %H:%M} UTC: the votes counted in public "
+                       "figures at the last screen (--live: every vote now)", err=True)
     _write(ranking, fmt, output, exports)
+
 
 
 def _write(ranking, fmt: str, output: Path | None, exports) -> None:
@@ -156,13 +168,10 @@ def rollup_votes_command():
     'arena votes suspects'; SCREEN_HOLDS). Run it from a timer (every few minutes); it is
     idempotent and safe to run twice at once."""
     from flask import current_app
-    from sqlalchemy import func, select
 
     from arena.analysis import rollups, suspects
     from arena.campaigns import allocation
     from arena.campaigns.progress import take_public_figures
-    from arena.extensions import db
-    from arena.models import Voter
 
     def refresh():
         with click.progressbar(length=rollups.pending(), label="Rolling up votes") as bar:
@@ -173,13 +182,13 @@ def rollup_votes_command():
 
     refresh()
     if current_app.config["SCREEN_HOLDS"]:
-        before = db.session.scalar(select(func.count()).where(Voter.held_at.is_not(None)))
-        held = suspects.screen()
-        click.echo(f"the farm screen held out {len(held):,d} voters this period"
-                   + (f": {', '.join(held)}" if held else ""))
-        if db.session.scalar(select(func.count()).where(Voter.held_at.is_not(None))) \
-                != before:
-            refresh()  # (holding dropped the rollups: built again without them)
+        screened = suspects.screen()
+        click.echo(f"the farm screen held out {len(screened.held):,d} voters this period"
+                   + (f": {', '.join(screened.held)}" if screened.held else ""))
+        if screened.reviews:
+            click.echo(f"cohort reviews opened: {', '.join(map(str, screened.reviews))} "
+                       "(arena votes cohorts)")
+        refresh()  # (a hold or a review may have dropped the rollups: built again)
     campaigns = take_public_figures()
     click.echo(f"this period's public figures taken: the online Elo, the campaign list and "
                f"{campaigns:,d} campaigns' progress")
@@ -246,6 +255,52 @@ def keep_out_command(voters):
     from arena.analysis.suspects import keep_out
 
     click.echo(f"{keep_out(voters):,d} holds reviewed: kept out")
+
+
+@votes_group.command("cohorts")
+@click.option("--all", "every", is_flag=True, help="Decided reviews too.")
+@with_appcontext
+def cohorts_command(every):
+    """Cohort reviews: voters new together (first seen in a period, a day or a week, or
+    counted from one period) whose votes moved the public ranking beyond what voters like
+    the crowd would. The fewest of them that take the cohort back under the line wait out of
+    public figures until released ('arena votes cohort-release ID') or kept out
+    ('arena votes cohort-keep-out ID')."""
+    from arena.analysis import cohorts
+
+    rows = cohorts.reviews(open_only=not every)
+    click.echo(f"{len(rows):,d} cohort reviews{'' if every else ' to decide'}")
+    for r in rows:
+        decided = f"  {r.decision} {r.decided_at:%Y-%m-%d %H:%M}" if r.decided_at else ""
+        click.echo(f"#{r.id} {r.criterion} {r.kind} cohort to {r.until:%Y-%m-%d %H:%M}: "
+                   f"{r.voters:,d} voters ({r.votes:,d} votes) wait{decided}\n  {r.reason}")
+        moved = [s for s in r.evidence["statistics"] if s["kind"] == "gap"]
+        if moved:
+            click.echo("  gaps moved: " + ", ".join(
+                f"{s['models'][0]} over {s['models'][1]} {s['elo']:+.0f} Elo (z {s['z']:.1f})"
+                for s in moved))
+
+
+@votes_group.command("cohort-release")
+@click.argument("review", type=int)
+@with_appcontext
+def cohort_release_command(review):
+    """Count the votes of a cohort review's waiting voters again (from now)."""
+    from arena.analysis import cohorts
+
+    click.echo(f"{cohorts.release(review):,d} voters released: their votes count from the "
+               "next period")
+
+
+@votes_group.command("cohort-keep-out")
+@click.argument("review", type=int)
+@with_appcontext
+def cohort_keep_out_command(review):
+    """Hold a cohort review's waiting voters out (as the farm screen holds)."""
+    from arena.analysis import cohorts
+
+    _held(lambda ids, progress: cohorts.keep_out(ids[0], progress), [review],
+          "held out (kept out with the review)")
 
 
 @votes_group.command("held")

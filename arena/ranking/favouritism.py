@@ -102,7 +102,7 @@ class Groups:
 
 
 def groups(found: Favouritism, group: np.ndarray, alpha: float = 0.01,
-           min_members: int = 3, member_level: float = 2.0) -> Groups:
+           min_members: int = 3, member_level: float | None = None) -> Groups:
     """Groups of units (``group[u]``, -1 for none: voters on one network) whose members
     favour one model together. A farm spread thin over many identities, each too short to
     stand out alone, still moves its network's members the same way. Under the null a
@@ -111,7 +111,10 @@ def groups(found: Favouritism, group: np.ndarray, alpha: float = 0.01,
     for m (at least 1: z's own spread), is about standard normal; a
     cell is flagged past the normal's ``alpha`` tail shared by every cell (groups of
     ``min_members`` or more, with a z, times models). Its members past ``member_level`` are
-    named."""
+    named: by default the line a voter alone must cross (``found.level``), so that a
+    network's signal names no voter whose own votes do not cross it (five identities on
+    the network of a few honest voters with a taste of their own would frame them)."""
+    member_level = found.level if member_level is None else member_level
     if not 0 < alpha < 1:
         raise ValueError("alpha must be between 0 and 1")
     n_groups = int(group.max(initial=-1)) + 1

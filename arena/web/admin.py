@@ -13,7 +13,7 @@ from functools import wraps
 from flask import Blueprint, Response, redirect, render_template, request, session, url_for
 
 from arena.accounts import signins, tokens
-from arena.analysis import suspects
+from arena.analysis import cohorts, suspects
 from arena.campaigns import campaigns, gold
 from arena.config import CRITERIA
 from arena.errors import Invalid
@@ -49,6 +49,7 @@ def _page(error=None, notice=None, status=200):
     return render_template("admin/home.html", error=error, notice=notice, criteria=CRITERIA,
                            reported=reported, reasons=image_reports.REASONS,
                            held=suspects.held(), releasing=suspects.releasing(),
+                           reviews=cohorts.reviews(open_only=True),
                            **campaigns.admin_overview()), status
 
 
@@ -165,6 +166,24 @@ def keep_out_voter(public_id: str):
     reviewed = suspects.keep_out([public_id])
     return _done(f"{public_id} kept out: reviewed." if reviewed
                  else f"{public_id} is not held, or was reviewed already.")
+
+
+@bp.post("/cohorts/<int:review_id>/release")
+@operator_required
+@renders_errors(_refused)
+def release_cohort(review_id: int):
+    released = cohorts.release(review_id)
+    return _done(f"Cohort review {review_id}: {released} voter(s) released; their votes "
+                 "count in public figures from the next period.")
+
+
+@bp.post("/cohorts/<int:review_id>/keep-out")
+@operator_required
+@renders_errors(_refused)
+def keep_out_cohort(review_id: int):
+    kept = cohorts.keep_out(review_id)
+    return _done(f"Cohort review {review_id}: {kept} voter(s) held out; they are listed "
+                 "under the voters held out.")
 
 
 @bp.get("/reports.csv")

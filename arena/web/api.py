@@ -9,15 +9,21 @@ kind (see :mod:`arena.web.errors`); every view parses, calls a service and seria
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 from flask import Blueprint, Response, jsonify, request, stream_with_context
 from flask_babel import gettext
 
 from arena.accounts import owners, tokens
-from arena.analysis import exports
-from arena.analysis.leaderboard import INTERVALS, METHODS, elo_table, rank_models
+from arena.analysis import exports, published
+from arena.analysis.leaderboard import (
+    INTERVALS,
+    LIVE_WARNING,
+    METHODS,
+    elo_table,
+    rank_models,
+)
 from arena.analysis.tallies import CLUSTERS, SLICE_ARGS, slice_from_args, win_matrix
 from arena.catalog import ingest, prompts, registry
 from arena.config import QUESTIONS, check_criterion
@@ -258,7 +264,9 @@ def leaderboard():
     (``bt`` with instant or bootstrap intervals, resampling ``cluster`` units: voters and
     prompts by default), slice,
     margins (``margin=continent&margin=gender:female=0.5,male=0.5``), reliability weights
-    (``weights=reliability``) and format (json, csv, parquet).
+    (``weights=reliability``) and format (json, csv, parquet), from the votes counted in
+    public figures as of the last farm screen (``as_of``), or with ``live=true`` every vote
+    to the second (flagged as such).
     ---
     security: [{}, {analystToken: []}]
     parameters:
@@ -282,6 +290,7 @@ def leaderboard():
       - poststratify
       - margin
       - weights
+      - live
     responses:
       "200":
         description: the ranking
@@ -298,17 +307,21 @@ def leaderboard():
     method = request.args.get("method", "elo")
     detailed = (method != "elo" or fmt != "json"
                 or any(a in request.args for a in (*SLICE_ARGS, "poststratify", "margin",
-                                                   "weights")))
+                                                   "weights", "live")))
     if not detailed:
         table = elo_table(criterion)
         return jsonify(criterion=criterion, method="elo", as_of=table.as_of.isoformat(),
                        models=[{"rank": r.rank, "model": r.model, "rating": round(r.rating, 4),
                                 "votes": r.votes, "wins": r.wins} for r in table.rows])
     tokens.require_analyst(bearer_token())
+    live = flag_arg("live")
+    slice_ = slice_from_args(request.args)
+    if not live:
+        slice_ = replace(slice_, as_of=published.shown_cutoff())
     ranking = rank_models(
         criterion, method=choice_arg("method", "elo", METHODS),
         rounds=int_arg("bootstrap", 1000, 0, 10_000),
-        slice_=slice_from_args(request.args),
+        slice_=slice_,
         rng=np.random.default_rng(int_arg("seed", 0, 0, 2**32 - 1)),
         # (bootstrap rounds asked for, and no kind named: bootstrap intervals)
         intervals=choice_arg("intervals", INTERVALS[0 if "bootstrap" in request.args else 1],
@@ -316,6 +329,8 @@ def leaderboard():
         cluster=choice_arg("cluster", CLUSTERS[0], CLUSTERS),
         margins=request.args.getlist("margin"), poststratify=flag_arg("poststratify"),
         weights=request.args.get("weights") or None)
+    if live:
+        ranking.flags.insert(0, LIVE_WARNING)
     if fmt != "json":
         return _download(exports.ranking_download(ranking, fmt))
     return jsonify(
@@ -325,6 +340,7 @@ def leaderboard():
         effective_units=ranking.effective_units,
         effective_votes=ranking.effective_votes,
         flags=ranking.flags, slice=ranking.slice,
+        as_of=ranking.as_of.isoformat() if ranking.as_of else None, live=live,
         agreement=({k: exports.clean(v) for k, v in asdict(ranking.agreement).items()}
                    if ranking.agreement else None),
         models=[{k: exports.clean(v) for k, v in r.items()} for r in ranking.records()])

@@ -147,5 +147,5 @@ def _query_parameters() -> dict:
         "language": enum(LANGUAGES), "category": {"type": "string"},
         "since": date, "until": date,
         **{name: enum(("true", "false"))
-           for name in ("trusted_only", "include_flagged", "poststratify")},
+           for name in ("trusted_only", "include_flagged", "poststratify", "live")},
     }

@@ -79,6 +79,8 @@ def test_jsonl_votes(runner, tmp_path):
 
 
 def test_rank_the_database(runner, app):
+    from tests.factories import time_passes
+
     with app.app_context():
         from tests.factories import make_campaign, vote_as
 
@@ -86,9 +88,19 @@ def test_rank_the_database(runner, app):
         app.config["VALIDATION_RATE"] = 0.0
         vote_as({"country": "DE"}, ["model-1", "model-0", "model-2"])
     result = runner.invoke(args=["rank", "--criterion", "preference", "--format", "json",
-                                 "--bootstrap", "100"])
+                                 "--bootstrap", "100", "--live"])
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
+    assert rows[0]["model"] == "model-1" and rows[0]["online_elo"] > 1000
+    assert "warning: live: every vote to the second" in result.stderr
+    # by default, the votes counted in public figures as of the last screen: none yet
+    screened = runner.invoke(args=["rank", "--criterion", "preference", "--format", "json"])
+    assert "the votes counted in public figures at the last screen" in screened.stderr
+    assert all(r["votes"] == 0 for r in json.loads(screened.stdout))
+    with app.app_context():
+        time_passes()
+    rows = json.loads(runner.invoke(args=["rank", "--criterion", "preference", "--format",
+                                          "json"]).stdout)
     assert rows[0]["model"] == "model-1" and rows[0]["online_elo"] > 1000
     sliced = runner.invoke(args=["rank", "--criterion", "preference", "--continent", "AS",
                                  "--format", "json"])

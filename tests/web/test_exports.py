@@ -16,7 +16,7 @@ from arena.accounts import tokens
 from arena.analysis import exports
 from arena.extensions import db
 from arena.models import ApiToken, Vote
-from tests.factories import make_campaign, vote_as
+from tests.factories import make_campaign, time_passes, vote_as
 
 
 def _two_regions_and_a_token():
@@ -24,6 +24,7 @@ def _two_regions_and_a_token():
     make_campaign()
     vote_as({"country": "FR", "age_group": "30-39"}, ["model-0", "model-1", "model-2"])
     vote_as({"country": "JP"}, ["model-2", "model-1", "model-0"], seed=5)
+    time_passes()  # (the analysts' default counts the votes of the public pages' cut-off)
     token = tokens.create_token("alice")
     return token, db.session.scalar(select(func.count()).select_from(Vote))
 
@@ -194,9 +195,14 @@ def test_rank_and_vote_export_on_each_database(any_app):
         lines = response.get_data(as_text=True).splitlines()
     assert len(lines) == n_votes
     body = client.get("/api/v1/leaderboard?criterion=preference&method=bt&continent=SA"
-                      "&bootstrap=100", headers=headers).json
+                      "&bootstrap=100&live=1", headers=headers).json
     assert body["models"][0]["model"] == "model-1"
     assert body["total_votes"] == n_votes
+    assert body["live"] and body["flags"][0].startswith("live: every vote to the second")
+    # by default, as the public pages count: nothing of the period yet
+    screened = client.get("/api/v1/leaderboard?criterion=preference&method=bt&continent=SA",
+                          headers=headers).json
+    assert screened["total_votes"] == 0 and not screened["live"] and screened["as_of"]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
