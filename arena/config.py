@@ -95,6 +95,12 @@ class Defaults:
     # (the rest as voters need them; swapped alignment pairs are all made at once).
     GOLD_INITIAL_DAMAGED = 8
     GOLD_MAX_DAMAGED = 400  # damaged copies per campaign and criterion, at most
+    # An ordinary pair with this many counted votes whose majority's share is above this at
+    # 95% (twelve of twelve) is turned gold for its remaining votes (consensus gold: nothing
+    # tells it from an ordinary pair, pixels included); 0 votes: never
+    CONSENSUS_MIN_VOTES = 12
+    CONSENSUS_SHARE = 0.8
+    CONSENSUS_MAX_SHARE = 0.25  # of a criterion's gold pairs: settled pairs look lopsided
     # Votes of a voter whose trust is below this do not count (one failed gold pair puts a
     # new voter at 0.75; a passed one then brings them back to 0.8).
     TRUST_FLOOR = 0.8
@@ -252,5 +258,4 @@ class Defaults:
 
     DEMO_PROMPTS = 24
     DEMO_IMAGES_PER_MODEL = 2  # at 1024 px (four made the first start 5.6 min here)
-    DEMO_VALIDATION_PAIRS = 4  # per criterion
     DEMO_IMAGE_SIZE = 1024  # pixels a side: sharp on a 3x phone (PRESENT_SIZES' largest)

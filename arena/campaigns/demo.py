@@ -30,9 +30,8 @@ from PIL import ImageDraw, ImageFilter, ImageOps
 from sqlalchemy import select
 
 from arena.analysis import published
-from arena.campaigns import campaigns, comparisons
+from arena.campaigns import campaigns
 from arena.catalog import images, prompts
-from arena.config import CRITERIA
 from arena.extensions import db
 from arena.models import GenModel, Prompt, PromptSet, Task
 from arena.voting import matchmaking, tasks, voters, votes
@@ -177,15 +176,6 @@ def _degrade(img: PILImage.Image, quality: int, rng) -> PILImage.Image:
     return img
 
 
-def broken_image(text: str, size: int = SIZE) -> PILImage.Image:
-    """An unmistakably wrong image for gold pairs: static, no scene, no named colours."""
-    rng = np.random.default_rng(_seed("broken", text))
-    blocks = rng.integers(0, 255, (16, 16, 3)).astype(np.uint8)
-    img = PILImage.fromarray(blocks, "RGB").resize((size, size), PILImage.Resampling.NEAREST)
-    noisy = np.asarray(img, np.float32) * 0.5 + rng.normal(90, 60, (size, size, 3))
-    return PILImage.fromarray(noisy.clip(0, 255).astype(np.uint8), "RGB")
-
-
 def pick_demo_prompts(prompt_set: PromptSet, count: int) -> list[Prompt]:
     """``count`` prompts spread round-robin over the set's categories, in file order."""
     by_category: dict[str, list[Prompt]] = defaultdict(list)
@@ -238,10 +228,9 @@ def load_demo(
     campaign = campaigns.create_campaign(
         DEMO_CAMPAIGN, PROMPT_SET_NAME, [m.name for m, _ in models],
         images_per_model=images_per_model, target_votes=cfg["TARGET_VOTES"])
-    n_comparisons = campaigns.publish(campaign)
-    n_gold = _add_gold_pairs(campaign, chosen[: cfg["DEMO_VALIDATION_PAIRS"]])
+    n_comparisons = campaigns.publish(campaign)  # (with gold made of its own images)
     return {"prompts": len(chosen), "models": len(models), "images": n_images,
-            "comparisons": n_comparisons, "validation_pairs": n_gold}
+            "comparisons": n_comparisons}
 
 
 def _draw_images(chosen: list[Prompt], models, images_per_model: int, progress) -> int:
@@ -264,23 +253,6 @@ def _draw_images(chosen: list[Prompt], models, images_per_model: int, progress) 
                 progress("images", 1)
     db.session.commit()
     return len(jobs)
-
-
-def _add_gold_pairs(campaign, gold_prompts: list[Prompt]) -> int:
-    """A clean render against static noise, per prompt and criterion; commits."""
-    n_gold, size = 0, current_app.config["DEMO_IMAGE_SIZE"]
-    for criterion in CRITERIA:
-        for prompt in gold_prompts:
-            good = images.store(render(prompt.text, 0, 99, size), model_id=None,
-                                prompt_id=prompt.id)
-            bad = images.store(broken_image(prompt.text, size), model_id=None,
-                               prompt_id=prompt.id)
-            db.session.flush()
-            comparisons.add_validation_pair(criterion, good, bad, prompt_id=prompt.id,
-                                            campaign_id=campaign.id)
-            n_gold += 1
-    db.session.commit()
-    return n_gold
 
 
 # Log-strengths of the demo models as a simulated crowd sees them (Aurora best).
@@ -311,6 +283,7 @@ def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None,
             "country": str(rng.choice(SIMULATED_COUNTRIES)),
         }
         voter, _ = voters.create_voter(answers, trusted=True)  # (as a recruited panel)
+        voter.created_at = voter.earned_at = clock[0]  # (first seen on the simulated clock)
         language = SIMULATED_LANGUAGES.get(answers["country"], "en")
         db.session.commit()
         for _ in range(int(rng.integers(1, 5))):

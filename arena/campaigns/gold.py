@@ -6,8 +6,12 @@ own images, with an answer nobody careful gets wrong:
 * **swapped** (alignment): the caption of prompt P over an image made for P and one made for
   another prompt Q of the campaign; the image made for P is right. Two ordinary generations,
   so the pair looks like every other alignment pair.
-* **damaged** (preference, coherence): an image against a visibly damaged copy of itself
-  (:func:`arena.catalog.damage.damage`); the intact one is right.
+* **damaged** (preference, coherence): an image against a visibly damaged copy of an image
+  another model made for the same prompt (:func:`arena.catalog.damage.damage`); the intact
+  one is right;
+* **consensus** (every criterion): an ordinary pair the crowd has settled beyond doubt,
+  turned gold for its remaining votes (:func:`consensus`): two ordinary generations, nothing
+  in its pixels or its serving tells it from the pairs around it.
 
 Gold pairs want as many votes as ordinary pairs and are picked by the same least-served rule
 (:mod:`arena.voting.matchmaking`), so the two kinds are put in sessions alike and, with a
@@ -36,7 +40,8 @@ from functools import cache
 
 import numpy as np
 from flask import current_app
-from sqlalchemy import func, select
+from scipy.special import ndtri
+from sqlalchemy import func, or_, select, update
 
 from arena.campaigns import comparisons
 from arena.catalog import images
@@ -46,7 +51,15 @@ from arena.extensions import db
 from arena.infra import background
 from arena.infra.database import param, refresh_statistics, retry_on_lock, write_transaction
 from arena.infra.deferred import after_response
-from arena.models import Campaign, Comparison, Image, Prompt, campaign_models
+from arena.models import (
+    STOPPED,
+    Campaign,
+    Comparison,
+    Image,
+    Prompt,
+    RollupComparison,
+    campaign_models,
+)
 from arena.voting import matchmaking
 
 AUTO_KINDS = {"alignment": "swapped", "preference": "damaged", "coherence": "damaged"}
@@ -137,6 +150,51 @@ def _wanted_in(check: matchmaking.GoldCheck | None, criterion: str) -> int | Non
     if check.ahead or have < wanted(db.session.get(Campaign, check.campaign_id), criterion):
         return check.campaign_id
     return None
+
+
+def consensus(campaign: Campaign) -> dict[str, int]:
+    """Turn the campaign's ordinary pairs that the crowd has settled beyond doubt into gold
+    for the votes they still want: at least ``CONSENSUS_MIN_VOTES`` counted (in the rollup:
+    the public pages' votes) and the majority's share above ``CONSENSUS_SHARE`` at 95%
+    (a one-sided Wilson bound: twelve votes of twelve, nineteen of twenty), up to
+    ``CONSENSUS_MAX_SHARE`` of the criterion's gold pairs. The majority's image is right.
+    Two ordinary generations, served as before to their own target: how often the pair
+    comes says nothing, and a farm that votes its model up where the crowd is of one mind
+    fails gold it cannot see. (What does show: a settled pair is one of a wide gap in
+    quality; hence the share.) From the rollup timer; not committed. Returns pairs turned
+    per criterion."""
+    cfg = current_app.config
+    least, share = int(cfg["CONSENSUS_MIN_VOTES"]), float(cfg["CONSENSUS_SHARE"])
+    if least <= 0:
+        return {}
+    z2 = float(ndtri(0.95)) ** 2
+    turned = {}
+    for criterion in campaign.criteria_list:
+        rows = db.session.execute(
+            select(Comparison.id, Comparison.image_a_id, Comparison.image_b_id,
+                   RollupComparison.first_votes, RollupComparison.votes)
+            .join(RollupComparison, RollupComparison.comparison_id == Comparison.id)
+            .where(Comparison.campaign_id == campaign.id, Comparison.criterion == criterion,
+                   Comparison.is_validation.is_(False), Comparison.level != STOPPED,
+                   RollupComparison.criterion == criterion, RollupComparison.votes >= least,
+                   RollupComparison.votes < Comparison.target_votes)).all()
+        # (a settled pair is one of a wide gap in quality, which shows in its pixels: kept a
+        # share of the gold, the pairs of the other kinds beside them hide it)
+        room = math.ceil(float(cfg["CONSENSUS_MAX_SHARE"])
+                         * _gold_pairs(campaign.id, criterion)) \
+            - _auto_gold(campaign.id, criterion, "consensus")
+        settled = []
+        for pair, a, b, first, n in rows:
+            won = max(first, n - first) / n
+            lower = (won + z2 / (2 * n) - np.sqrt(z2 * won * (1 - won) / n
+                                                  + z2 * z2 / (4 * n * n))) / (1 + z2 / n)
+            if lower >= share and len(settled) < room:
+                settled.append({"id": pair, "correct": a if 2 * first > n else b})
+        for row in settled:
+            db.session.execute(update(Comparison).where(Comparison.id == row["id"]).values(
+                is_validation=True, correct_image_id=row["correct"], gold_kind="consensus"))
+        turned[criterion] = len(settled)
+    return turned
 
 
 def supply_goal(campaign: Campaign, criterion: str) -> int:
@@ -257,10 +315,11 @@ def _plan(campaign_id: int, criterion: str, rng, exclude=frozenset()) -> dict:
     pool = _campaign_images(campaign)
     if len(pool) < 2:
         return {}
-    source_id, prompt, copy = _damage_plan(campaign, criterion, pool, rng, exclude)
+    source_id, prompt, copy, partner = _damage_plan(campaign, criterion, pool, rng, exclude)
     if copy is not None:
-        return {"source": (source_id, prompt), "copy_id": copy.id}
-    return {"source": (source_id, prompt), "sha256": db.session.get(Image, source_id).sha256}
+        return {"source": (source_id, prompt), "copy_id": copy.id, "partner": partner}
+    return {"source": (source_id, prompt), "partner": partner,
+            "sha256": db.session.get(Image, source_id).sha256}
 
 
 def _render(plan: dict, rng) -> dict:
@@ -269,7 +328,8 @@ def _render(plan: dict, rng) -> dict:
     if "sha256" not in plan:
         return plan
     source = images.decode_stored_bytes(plan["sha256"])
-    return {"source": plan["source"], "prepared": images.prepare(damage(source, rng))}
+    return {"source": plan["source"], "partner": plan["partner"],
+            "prepared": images.prepare(damage(source, rng))}
 
 
 def _at_cap(campaign_id: int, criterion: str) -> bool:
@@ -278,13 +338,19 @@ def _at_cap(campaign_id: int, criterion: str) -> bool:
     return _auto_gold(campaign_id, criterion) >= int(current_app.config["GOLD_MAX_DAMAGED"])
 
 
-def _auto_gold(campaign_id: int, criterion: str) -> int:
-    """The campaign's automatic gold pairs of ``criterion`` (of its kind, AUTO_KINDS): run
-    after every gold answer at the cap, so a statement built once, a covering search of
-    ix_comparison_campaign_gold that reads only the pairs it counts."""
+def _auto_gold(campaign_id: int, criterion: str, kind: str | None = None) -> int:
+    """The campaign's automatic gold pairs of ``criterion`` (of its kind, AUTO_KINDS, or
+    ``kind``): run after every gold answer at the cap, so a statement built once, a
+    covering search of ix_comparison_campaign_gold that reads only the pairs it counts."""
     return db.session.execute(_auto_gold_count(), {
         "p_campaign": campaign_id, "p_criterion": criterion,
-        "p_kind": AUTO_KINDS[criterion]}).scalar()
+        "p_kind": kind or AUTO_KINDS[criterion]}).scalar()
+
+
+def _gold_pairs(campaign_id: int, criterion: str) -> int:
+    return db.session.scalar(select(func.count()).select_from(Comparison).where(
+        Comparison.campaign_id == campaign_id, Comparison.criterion == criterion,
+        Comparison.is_validation))
 
 
 @cache
@@ -318,11 +384,13 @@ def make_pair(campaign: Campaign, criterion: str, rng: np.random.Generator,
 
 
 def _pair_from(campaign: Campaign, criterion: str, pool, ready: dict) -> Comparison | None:
-    """The damaged pair planned by :func:`_render_ahead`, or None when it no longer fits
+    """The damaged pair planned by :func:`_render`, or None when it no longer fits
     (another request took it meanwhile): nothing is ever rendered here, under the lock; the
     next gold answer plans again."""
     source_id, prompt = ready["source"]
-    if (source_id, prompt) not in {(image, p) for image, p, _ in pool}:
+    partner = ready.get("partner", source_id)
+    held = {(image, p) for image, p, _ in pool}
+    if (source_id, prompt) not in held or (partner, prompt) not in held:
         return None
     if "copy_id" in ready:
         copy = db.session.get(Image, ready["copy_id"])
@@ -331,9 +399,9 @@ def _pair_from(campaign: Campaign, criterion: str, pool, ready: dict) -> Compari
         copy.source_id = copy.source_id or source_id
         db.session.flush()
     if copy is None or copy.source_id != source_id \
-            or _exists(criterion, source_id, copy.id, campaign.pool):
+            or _exists(criterion, partner, copy.id, campaign.pool):
         return None
-    return _add(campaign, criterion, source_id, copy.id, prompt, "damaged")
+    return _add(campaign, criterion, partner, copy.id, prompt, "damaged")
 
 
 def _campaign_images(campaign: Campaign) -> list[tuple[int, int, int]]:
@@ -387,31 +455,40 @@ def _swapped(campaign, pool, rng, fresh: Collection[int] = ()) -> Comparison | N
 
 
 def _damage_plan(campaign, criterion, pool, rng, exclude=frozenset()
-                 ) -> tuple[int, int, Image | None]:
-    """The source image of the next damaged pair, its prompt, and a copy of it not yet
-    paired for ``criterion`` (None: a new copy is needed): images without a pair of this
-    criterion first, reusing a copy made for another criterion; once every image has one,
-    a random image (to be damaged differently), so the supply has no end."""
-    paired = set(db.session.scalars(select(Comparison.correct_image_id).where(
-        Comparison.campaign_id == campaign.id, Comparison.criterion == criterion,
-        Comparison.gold_kind == "damaged")))
+                 ) -> tuple[int, int, Image | None, int]:
+    """The source image of the next damaged pair, its prompt, a copy of it not yet paired
+    with that partner for ``criterion`` (None: a new copy is needed), and the partner: an
+    intact image another model made for the same prompt. Sources without a damaged pair of
+    this criterion first, reusing a copy made for another criterion; once every image has
+    one, a random image (to be damaged differently), so the supply has no end. The partner
+    is another model's image because an image against its own copy is told by its pixels
+    alone (the two sides' grey levels correlate far beyond any ordinary pair's), and an
+    ordinary pair never holds two images of one model."""
+    paired = set(db.session.scalars(
+        select(Image.source_id).join(Comparison, or_(Comparison.image_a_id == Image.id,
+                                                     Comparison.image_b_id == Image.id))
+        .where(Comparison.campaign_id == campaign.id, Comparison.criterion == criterion,
+               Comparison.gold_kind == "damaged", Image.source_id.is_not(None))))
     every = [(i, p) for i, p, _ in pool]
     fresh = [(i, p) for i, p in every if i not in paired and i not in exclude]
     source_id, prompt = (fresh or every)[int(rng.integers(len(fresh or every)))]
+    maker = {image: model for image, _, model in pool}
+    others = [i for i, p, m in pool if p == prompt and m != maker[source_id]]
+    partner = others[int(rng.integers(len(others)))] if others else source_id
     copies = db.session.scalars(select(Image).where(Image.source_id == source_id)).all()
-    copy = next((c for c in copies if not _exists(criterion, source_id, c.id, campaign.pool)),
+    copy = next((c for c in copies if not _exists(criterion, partner, c.id, campaign.pool)),
                 None)
-    return source_id, prompt, copy
+    return source_id, prompt, copy, partner
 
 
 def _damaged(campaign, criterion, pool, rng) -> Comparison | None:
-    """An image of the campaign against a damaged copy (:func:`_damage_plan`), the copy
-    made here when none can be reused."""
-    source_id, prompt, copy = _damage_plan(campaign, criterion, pool, rng)
+    """An image of the campaign against a damaged copy of another model's image of its
+    prompt (:func:`_damage_plan`), the copy made here when none can be reused."""
+    source_id, prompt, copy, partner = _damage_plan(campaign, criterion, pool, rng)
     if copy is None:  # damaged at full resolution, like any upload in its sizes and bytes
         source = db.session.get(Image, source_id)
         copy = images.store(damage(images.decode_stored(source), rng), model_id=None,
                             prompt_id=prompt)
         copy.source_id = source_id
         db.session.flush()
-    return _add(campaign, criterion, source_id, copy.id, prompt, "damaged")
+    return _add(campaign, criterion, partner, copy.id, prompt, "damaged")

@@ -159,40 +159,39 @@ def export_votes_command(folder):
 @votes_group.command("rollup")
 @with_appcontext
 def rollup_votes_command():
-    """Add the votes stamped since the last run to the rollups, up to the public pages'
-    cut-off, so rankings and public counts of every vote read them instead of the whole
-    log; then take the period's public figures (the online Elo, the campaign list, each
-    published campaign's progress, the lead counts) if no page has yet, and decide where
-    active and early-stopping campaigns' next votes go. Once a period it
-    first holds out the voters who favour one model together beyond the crowd (see
-    'arena votes suspects'; SCREEN_HOLDS). Run it from a timer (every few minutes); it is
-    idempotent and safe to run twice at once."""
-    from flask import current_app
+    """The period's tick: add the votes counted since the last run to the rollups, up to the
+    public pages' cut-off, so rankings and public counts of every vote read them instead of
+    the whole log; once a period hold out the voters who favour one model together beyond
+    the crowd ('arena votes suspects') and test the cohorts of new voters ('arena votes
+    cohorts'; SCREEN_HOLDS); turn pairs the crowd has settled into gold; take the period's
+    public figures (the online Elo, the campaign list, each published campaign's progress,
+    the lead counts) if no page has yet; and decide where active and early-stopping
+    campaigns' next votes go. Run it from a timer (every few minutes); it is idempotent and
+    safe to run twice at once."""
+    from arena.analysis import period, rollups
 
-    from arena.analysis import rollups, suspects
-    from arena.campaigns import allocation
-    from arena.campaigns.progress import take_public_figures
-
-    def refresh():
-        with click.progressbar(length=rollups.pending(), label="Rolling up votes") as bar:
-            done = rollups.refresh(progress=lambda _criterion, votes: bar.update(votes))
-        for step in done:
-            click.echo(f"{step.criterion}: {step.votes:,d} votes added, rolled up to "
-                       f"{step.through:%Y-%m-%d %H:%M:%S}")
-
-    refresh()
-    if current_app.config["SCREEN_HOLDS"]:
-        screened = suspects.screen()
-        click.echo(f"the farm screen held out {len(screened.held):,d} voters this period"
-                   + (f": {', '.join(screened.held)}" if screened.held else ""))
-        if screened.reviews:
-            click.echo(f"cohort reviews opened: {', '.join(map(str, screened.reviews))} "
+    with click.progressbar(length=rollups.pending(), label="Rolling up votes") as bar:
+        done = period.tick(progress=lambda _criterion, votes: bar.update(votes))
+    added = {}
+    for step in done.rolled:
+        added[step.criterion] = added.get(step.criterion, 0) + step.votes
+        through = step.through
+    for criterion, votes in added.items():
+        click.echo(f"{criterion}: {votes:,d} votes added, rolled up to "
+                   f"{through:%Y-%m-%d %H:%M:%S}")
+    if done.screened is not None:
+        held = done.screened.held
+        click.echo(f"the farm screen held out {len(held):,d} voters this period"
+                   + (f": {', '.join(held)}" if held else ""))
+        if done.screened.reviews:
+            click.echo(f"cohort reviews opened: {', '.join(map(str, done.screened.reviews))} "
                        "(arena votes cohorts)")
-        refresh()  # (a hold or a review may have dropped the rollups: built again)
-    campaigns = take_public_figures()
+    for name, turned in done.consensus.items():
+        click.echo(f"{name!r}: pairs the crowd settled turned gold: "
+                   + ", ".join(f"{criterion} {n}" for criterion, n in turned.items() if n))
     click.echo(f"this period's public figures taken: the online Elo, the campaign list and "
-               f"{campaigns:,d} campaigns' progress")
-    for name, decisions in allocation.refresh_all():
+               f"{done.campaigns:,d} campaigns' progress")
+    for name, decisions in done.allocations:
         if not decisions:
             click.echo(f"{name!r}: allocation kept (fewer than ALLOCATION_BUDGET new votes "
                        "per criterion since it was decided)")

@@ -220,14 +220,16 @@ def test_swapped_and_damaged_pairs_have_a_clear_answer(live):
             Image, c.image_b_id if c.correct_image_id == c.image_a_id else c.image_a_id)
         assert c.criterion == "alignment" and c.prompt_id == right.prompt_id
         assert wrong.prompt_id != c.prompt_id and wrong.model_id is not None
-    for c in damaged:  # the intact image against a damaged copy of itself
+    for c in damaged:  # an intact image against a damaged copy of another model's, one prompt
         right = db.session.get(Image, c.correct_image_id)
         copy = db.session.get(Image, c.image_b_id if right.id == c.image_a_id else c.image_a_id)
-        assert copy.source_id == right.id and copy.model_id is None
+        source = db.session.get(Image, copy.source_id)
+        assert copy.model_id is None and source.model_id not in (None, right.model_id)
+        assert source.prompt_id == right.prompt_id == c.prompt_id
         small = current_app.config["PRESENT_SIZES"][0]
-        a = np.asarray(PILImage.open(io.BytesIO(images.presented_bytes(right, small))), float)
+        a = np.asarray(PILImage.open(io.BytesIO(images.presented_bytes(source, small))), float)
         b = np.asarray(PILImage.open(io.BytesIO(images.presented_bytes(copy, small))), float)
-        assert np.abs(a - b).mean() > 15  # visibly different, same size
+        assert np.abs(a - b).mean() > 15  # visibly damaged, same size
     assert all(c.target_votes == live.target_votes for c in pairs)
 
 

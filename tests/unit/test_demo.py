@@ -47,12 +47,12 @@ def test_load_demo_builds_a_campaign_once(ctx):
     assert counts["comparisons"] == 24 * 2 * 3
     assert db.session.scalar(select(func.count()).select_from(GenModel)) == 4
     gold = db.session.scalars(select(Comparison).where(Comparison.is_validation)).all()
-    hand_made = [c for c in gold if c.gold_kind == "operator"]
-    assert len(hand_made) == counts["validation_pairs"] == 6
-    assert {c.gold_kind for c in gold} == {"operator", "swapped", "damaged"}
+    # (gold of the campaign's own images alone: a render against static noise was told by
+    # its pixels at a glance)
+    assert {c.gold_kind for c in gold} == {"swapped", "damaged"}
     assert all(c.correct_image_id in (c.image_a_id, c.image_b_id) for c in gold)
     assert db.session.scalar(select(func.count()).select_from(Image).where(
-        Image.model_id.is_(None), Image.source_id.is_(None))) == 4
+        Image.model_id.is_(None), Image.source_id.is_(None))) == 0
     assert demo.load_demo(n_prompts=2, images_per_model=2) == {}
 
 
