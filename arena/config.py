@@ -179,6 +179,9 @@ class Defaults:
     RATE_LIMIT_PROVEN_VOTERS = "60/hour;20/10minute"
     RATE_LIMIT_UPLOADS = "5000/hour"
     RATE_LIMIT_SIGN_IN = "20/hour"  # owner and operator sign-in forms, per network
+    # wrong bearer tokens sent to the API, per network: past them, its requests with a token
+    # get 429 until the window turns
+    RATE_LIMIT_BAD_TOKENS = "30/hour;10/minute"
     # seconds one upload request (the form without JavaScript posts every file at once)
     # spends storing files; the rest are listed as not processed, to send again
     UPLOAD_REQUEST_SECONDS = 20

@@ -28,6 +28,7 @@ other responses it would cost a read of the store per limit).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import math
@@ -91,6 +92,16 @@ class Counters:
                     self.down_since = None
         return count, self.store
 
+    def get(self, key: str) -> int:
+        """The key's count so far (0 when the store cannot say)."""
+        if not self._worth_trying():
+            return self.fallback.get(key)
+        try:
+            return self.store.get(key)
+        except Exception as exc:
+            self._failed(exc)
+            return self.fallback.get(key) if self.fallback is not None else 0
+
     def _worth_trying(self) -> bool:
         """Whether to use the store: it is up, or it is time to try it again (one thread
         of the process tries; a real increment is the probe, so a store that answers a
@@ -126,6 +137,22 @@ def init_app(app: Flask) -> None:
     if ignored:
         log.warning("Ignored rate-limit settings (Flask-Limiter's, not Arena's): %s",
                     ", ".join(ignored))
+
+    @app.before_request
+    def refuse_a_guessing_network():
+        """A network that sent too many wrong bearer tokens to the API gets 429 before its
+        next token is even looked up (RATE_LIMIT_BAD_TOKENS): tokens cannot be guessed
+        at the server's speed."""
+        if request.blueprint == "api" and _counting() and bearer_token():
+            over("RATE_LIMIT_BAD_TOKENS", network_key(), BAD_TOKENS)
+
+    @app.after_request
+    def count_wrong_tokens(response):
+        if (response.status_code == 401 and request.blueprint == "api" and _counting()
+                and bearer_token()):
+            with contextlib.suppress(TooManyRequests):  # (this answer is given: a 401)
+                check(current_app.config["RATE_LIMIT_BAD_TOKENS"], network_key(), BAD_TOKENS)
+        return response
 
     @app.after_request
     def rate_limit_headers(response):
@@ -163,6 +190,26 @@ def check(text: str, key: str, scope: str) -> None:
             log.info("rate limit %s exceeded on %s", item, scope)
             refused = NewVotersWait if scope == "new-identity" else TooManyRequests
             raise refused(retry_after=g.arena_retry_after)
+
+
+BAD_TOKENS = "bad-token"
+
+
+def _counting() -> bool:
+    return current_app.config.get("RATELIMIT_ENABLED", True)
+
+
+def over(setting: str, key: str, scope: str) -> None:
+    """429 when one of the limits of ``setting`` is already spent for ``key`` on ``scope``
+    (counted elsewhere: :func:`check` on the requests that spend it)."""
+    counters: Counters = current_app.extensions["arena_limits"]
+    prefix = current_app.config.get("RATELIMIT_KEY_PREFIX") or ""
+    for item in _parsed(current_app.config[setting]):
+        bucket = item.key_for(prefix, key, scope) if prefix else item.key_for(key, scope)
+        if counters.get(bucket) >= item.amount:
+            g.arena_retry_after = max(1, math.ceil(
+                _window_end(counters.store, bucket) - time.time()))
+            raise TooManyRequests(retry_after=g.arena_retry_after)
 
 
 def _window_end(store: Storage, bucket: str) -> float:

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from limits.storage import MemoryStorage
 
+from arena.accounts import tokens
 from arena.web.limits import Counters
 from tests.factories import make_campaign, make_owner
 
@@ -124,6 +125,30 @@ def test_guessing_owner_tokens_is_limited_per_network(make_app):
     response = client.post("/owner/sign-in", data={"csrf_token": csrf_token(html),
                                                    "token": token})
     assert response.status_code == 429 and "Retry-After" in response.headers
+
+
+def test_guessing_bearer_tokens_on_the_api_is_limited_per_network(make_app):
+    """Thirty made-up tokens got thirty 401s and no 429. Now a network that has sent the
+    limit's worth of wrong tokens gets 429 on its next request with a token, the right one
+    included, before the token is looked up; another network is not touched; requests
+    without a token go on."""
+    app = make_app(RATELIMIT_ENABLED=True, RATE_LIMIT_BAD_TOKENS="5/minute",
+                   TRUSTED_PROXIES=1)
+    with app.app_context():
+        token = tokens.create_token("alice")  # an analyst's
+    client = app.test_client()
+    here = {"X-Forwarded-For": "198.51.100.7"}
+
+    def models(guess, network=here):
+        return client.get("/api/v1/matrix?criterion=preference", headers={
+            "Authorization": f"Bearer {guess}", **network})
+
+    assert [models(f"arena_guess{n}").status_code for n in range(5)] == [401] * 5
+    refused = models(token)
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+    assert models("arena_guess-more").status_code == 429
+    assert models(token, {"X-Forwarded-For": "203.0.113.9"}).status_code == 200
+    assert client.get("/api/v1/leaderboard", headers=here).status_code == 200
 
 
 class FlakyStorage(MemoryStorage):
