@@ -5,6 +5,7 @@ better public rank, and what would one rank cost?
                                         [--prompts 24] [--shapes direct,omnipresent,both]
                                         [--sizes 30,60,120,240] [--votes 14]
                                         [--on-target 4] [--per-network 3] [--earn-trust]
+                                        [--hours 1]
 
 A scratch instance with the demo campaign: its four models and, with ``--models 8``, four
 more drawn as the demo draws (the crowd's log-strengths spread from 1.0 to -1.5), ``--honest``
@@ -28,6 +29,9 @@ elsewhere, as a farm that wants full weight would):
 
 The farm has earned trust already (the hardest case for the screens: ``--earn-trust`` makes
 each identity earn it on the simulated clock first, a visit 21 hours before the attack).
+With ``--hours N`` the identities come in N hourly batches, the timer run after each: a
+patient farm, each batch screened against a crowd that holds the ones before it (its day's
+and week's cohorts hold them all).
 
 Prints per shape and size: the farm's votes and share of the period's; Dusk-0.3's public rank
 (Bradley-Terry; the Elo table) before, counted live, and after the timer; whether every
@@ -75,6 +79,9 @@ def main() -> None:
     parser.add_argument("--per-network", type=int, default=3, help="identities per /24")
     parser.add_argument("--earn-trust", action="store_true",
                         help="each identity earns trust on the simulated clock first")
+    parser.add_argument("--hours", type=int, default=1,
+                        help="a patient farm: the identities come in this many hourly "
+                             "batches, the timer run after each")
     args = parser.parse_args()
     shapes = [s for s in args.shapes.split(",") if s]
     if set(shapes) - set(SHAPES):
@@ -217,22 +224,29 @@ def attack(args, folder: Path, base: Path, before: dict, shape: str, size: int) 
     _copy(base, place)
     app = _app(place)
     started = time.perf_counter()
-    with app.app_context():
-        above = next(m for m, row in before.items() if row[0] == before[TARGET][0] - 1)
-        farm = _farm(args, size, shape, above, np.random.default_rng(size))
-        published.forget()
-        counted = _live()
-        honest = db.session.scalar(select(func.count(func.distinct(Vote.voter_id))).where(
-            Vote.created_at >= published.cutoff() - timedelta(hours=1),
-            Vote.voter_id.not_in(farm)))
-        ordinary = Vote.is_validation.is_(False)
-        period = db.session.scalar(select(func.count()).where(
-            ordinary, Vote.created_at >= published.cutoff() - timedelta(hours=1)))
-        votes = db.session.scalar(select(func.count()).where(ordinary,
-                                                             Vote.voter_id.in_(farm)))
-        db.session.remove()
-    done = app.test_cli_runner().invoke(args=["votes", "rollup"])
-    assert done.exit_code == 0, done.output
+    above = next(m for m, row in before.items() if row[0] == before[TARGET][0] - 1)
+    farm, period, votes, honest = [], 0, 0, 0
+    per_hour = -(-size // args.hours)
+    for hour in range(args.hours):
+        with app.app_context():
+            if hour:  # (an hour on: the hour before, and everything before it, a period back)
+                _shift(timedelta(seconds=float(app.config["PUBLISHED_PERIOD_S"])))
+                published.forget()
+            batch = range(hour * per_hour, min(size, (hour + 1) * per_hour))
+            farm += _farm(args, batch, shape, above, np.random.default_rng(size + hour))
+            published.forget()
+            counted = _live()
+            ordinary = Vote.is_validation.is_(False)
+            recent = Vote.created_at >= published.cutoff() - timedelta(hours=1)
+            period += db.session.scalar(select(func.count()).where(ordinary, recent))
+            votes = db.session.scalar(select(func.count()).where(ordinary,
+                                                                 Vote.voter_id.in_(farm)))
+            if hour == 0:  # (the honest newcomers of the farm's first hour)
+                honest = db.session.scalar(select(func.count(func.distinct(
+                    Vote.voter_id))).where(recent, Vote.voter_id.not_in(farm)))
+            db.session.remove()
+        done = app.test_cli_runner().invoke(args=["votes", "rollup"])
+        assert done.exit_code == 0, done.output
     with app.app_context():
         after = _board()
         held = set(db.session.scalars(select(Voter.id).where(Voter.held_at.is_not(None))))
@@ -243,23 +257,26 @@ def attack(args, folder: Path, base: Path, before: dict, shape: str, size: int) 
     shutil.rmtree(place, ignore_errors=True)
     return {
         "shape": shape, "size": size, "networks": -(-size // args.per_network),
-        "votes": votes, "share": votes / period, "before": before[TARGET],
+        "votes": votes, "share": votes / max(period, 1), "before": before[TARGET],
         "counted": counted.get(TARGET), "after": after[TARGET], "kept": kept,
         "moved": after[TARGET][0] < before[TARGET][0] or after[TARGET][4] < before[TARGET][4],
         "farm_held": len(held & farm), "honest_held": len(held - farm),
         "farm_waiting": len(waiting & farm), "honest_waiting": len(waiting - farm),
         "honest_voters": honest, "seconds": time.perf_counter() - started,
+        "hours": args.hours,
     }
 
 
 def report(row: dict) -> None:
     b, c, a = row["before"], row["counted"], row["after"]
+    hours = f" in {row['hours']} hourly batches" if row["hours"] > 1 else ""
     print(f"\n{row['shape']}, {row['size']} identities on {row['networks']} /24s x "
-          f"{row['votes'] // max(row['size'], 1)} votes ({row['votes']:,d}, "
+          f"{row['votes'] // max(row['size'], 1)} votes{hours} ({row['votes']:,d}, "
           f"{row['share']:.0%} of the period's votes; {row['seconds']:.0f} s)")
     print(f"  {TARGET}: Bradley-Terry rank {b[0]} ({b[1]}-{b[2]}) -> counted live "
           f"{c[0] if c else '-'} -> after the timer {a[0]} (rating {b[3]:.0f} -> {a[3]:.0f}); "
-          f"Elo table rank {b[4]} -> {a[4]}")
+          f"Elo table rank {b[4]} -> counted live {c[2] if c else '-'} -> after the timer "
+          f"{a[4]}")
     print(f"  every public rank in its published rank set after the timer: "
           f"{'yes' if row['kept'] else 'NO'}; held: farm {row['farm_held']} of {row['size']}, "
           f"honest {row['honest_held']} of {row['honest_voters']}; waiting on a cohort "
@@ -289,10 +306,13 @@ def _board() -> dict[str, tuple]:
 
 
 def _live() -> dict[str, tuple]:
-    from arena.analysis.leaderboard import rank_models
+    """{model: (BT rank, rating, online Elo rank)} of every vote now (no screen, no timer)."""
+    from arena.analysis.leaderboard import online_elo, rank_models
 
     ranking = rank_models("preference", intervals="instant", include_idle=False)
-    return {m.model: (m.rank, m.rating) for m in ranking.models}
+    elo = sorted(online_elo("preference").items(), key=lambda item: -item[1])
+    place = {name: k for k, (name, _) in enumerate(elo, start=1)}
+    return {m.model: (m.rank, m.rating, place.get(m.model)) for m in ranking.models}
 
 
 def _print(title: str, board: dict) -> None:
@@ -333,7 +353,7 @@ def _more_models() -> None:
         campaigns.add_model(campaign, name)
 
 
-def _farm(args, size: int, shape: str, above: str, rng) -> list[int]:
+def _farm(args, identities: range, shape: str, above: str, rng) -> list[int]:
     """The farm's votes through the services, within the hour before the cut-off: its
     identities vote side by side, each on its own clock at a human pace."""
     from flask import current_app
@@ -350,8 +370,8 @@ def _farm(args, size: int, shape: str, above: str, rng) -> list[int]:
     first = published.cutoff() - hour + timedelta(seconds=30)
     spread = max(hour - timedelta(seconds=4 * args.votes + 60), timedelta(0))
     ids = []
-    for k in range(size):
-        clock = [first + spread * k / max(size - 1, 1)]
+    for k in identities:
+        clock = [first + spread * (k - identities.start) / max(len(identities) - 1, 1)]
         network = network_hash(current_app.config["SECRET_KEY"],
                                f"198.51.{k // args.per_network}.7")
         voter, _ = voters.create_voter({}, network=network)
