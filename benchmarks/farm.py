@@ -171,7 +171,7 @@ def _shift(back: timedelta) -> None:
     db.session.commit()
 
 
-def _into_the_hour(hour: timedelta) -> None:
+def _into_the_hour(hour: timedelta, after_id: int = 0) -> None:
     """The votes after the crowd's (the period's new voters), which the simulated clock ran
     one after another over hours, spread over the hour before the cut-off (order kept),
     their voters first seen at their first vote."""
@@ -183,7 +183,7 @@ def _into_the_hour(hour: timedelta) -> None:
 
     cut = published.cutoff()
     recent = db.session.scalars(select(Vote).where(
-        Vote.created_at > cut - timedelta(days=1)).order_by(Vote.id)).all()
+        Vote.id > after_id, Vote.created_at > cut - timedelta(days=1)).order_by(Vote.id)).all()
     if not recent:
         return
     first, last = recent[0].created_at, recent[-1].created_at
@@ -200,6 +200,23 @@ def _into_the_hour(hour: timedelta) -> None:
         voter = db.session.get(Voter, voter_id)
         voter.created_at = voter.earned_at = seen
     db.session.commit()
+
+
+def _honest_hour(args, rng) -> None:
+    """Another hour's honest newcomers (``--period`` votes), in the hour before the cut-off."""
+    from flask import current_app
+    from sqlalchemy import func, select
+
+    from arena.analysis import published
+    from arena.campaigns.demo import SIMULATED_STRENGTH, simulate_votes
+    from arena.extensions import db
+    from arena.models import Vote
+
+    strengths = dict(SIMULATED_STRENGTH) | {name: s for name, _, s in MORE_MODELS}
+    last = db.session.scalar(select(func.max(Vote.id))) or 0
+    simulate_votes(args.period, rng, strengths=strengths)
+    _into_the_hour(timedelta(seconds=float(current_app.config["PUBLISHED_PERIOD_S"])), last)
+    published.forget()
 
 
 def boards(source: Path, target: Path) -> dict:
@@ -229,9 +246,10 @@ def attack(args, folder: Path, base: Path, before: dict, shape: str, size: int) 
     per_hour = -(-size // args.hours)
     for hour in range(args.hours):
         with app.app_context():
-            if hour:  # (an hour on: the hour before, and everything before it, a period back)
+            if hour:  # (an hour on: the hour before, and everything before it, a period back;
+                # new honest voters in this one)
                 _shift(timedelta(seconds=float(app.config["PUBLISHED_PERIOD_S"])))
-                published.forget()
+                _honest_hour(args, np.random.default_rng(1000 + hour))
             batch = range(hour * per_hour, min(size, (hour + 1) * per_hour))
             farm += _farm(args, batch, shape, above, np.random.default_rng(size + hour))
             published.forget()
@@ -241,9 +259,8 @@ def attack(args, folder: Path, base: Path, before: dict, shape: str, size: int) 
             period += db.session.scalar(select(func.count()).where(ordinary, recent))
             votes = db.session.scalar(select(func.count()).where(ordinary,
                                                                  Vote.voter_id.in_(farm)))
-            if hour == 0:  # (the honest newcomers of the farm's first hour)
-                honest = db.session.scalar(select(func.count(func.distinct(
-                    Vote.voter_id))).where(recent, Vote.voter_id.not_in(farm)))
+            honest += db.session.scalar(select(func.count(func.distinct(
+                Vote.voter_id))).where(recent, Vote.voter_id.not_in(farm)))
             db.session.remove()
         done = app.test_cli_runner().invoke(args=["votes", "rollup"])
         assert done.exit_code == 0, done.output
