@@ -14,6 +14,8 @@ from pathlib import Path
 from flask import Flask, request
 
 from arena.config import PACKAGE_DIR, SECRET_SETTINGS, Defaults
+from arena.infra.instance import instance_folder
+from arena.web import headers
 
 
 class EphemeralSecretError(RuntimeError):
@@ -24,13 +26,6 @@ def _resource_dir(name: str) -> str:
     """``templates``/``static``/``prompts`` sit at the top of a checkout and inside the wheel."""
     inside = PACKAGE_DIR / name
     return str(inside if inside.is_dir() else PACKAGE_DIR.parent / name)
-
-
-def instance_folder(config: dict | None = None) -> str:
-    """The instance folder: ``INSTANCE_PATH`` in ``config``, else ``ARENA_INSTANCE_PATH``,
-    else Flask's default for this package (``instance/`` beside it in a checkout)."""
-    instance_path = (config or {}).get("INSTANCE_PATH") or os.environ.get("ARENA_INSTANCE_PATH")
-    return str(Path(instance_path).resolve()) if instance_path else Flask(__name__).instance_path
 
 
 def create_app(config: dict | None = None) -> Flask:
@@ -48,7 +43,7 @@ def create_app(config: dict | None = None) -> Flask:
     configure_input_guards(app)
     configure_blueprints(app)
     configure_templates(app)
-    configure_security_headers(app)
+    headers.init_app(app)
     configure_errorhandlers(app)
     configure_events()
     configure_cli(app)
@@ -209,25 +204,6 @@ def configure_templates(app: Flask) -> None:
         return asset_url(request.script_root, filename)
 
     app.jinja_env.globals["asset"] = asset
-
-
-SECURITY_HEADERS = {
-    # Everything comes from this origin; no inline script or style is used anywhere.
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
-    "style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; "
-    "base-uri 'self'; form-action 'self'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-    "X-Frame-Options": "DENY",
-}
-
-
-def configure_security_headers(app: Flask) -> None:
-    @app.after_request
-    def add_headers(response):
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
-        return response
 
 
 def configure_input_guards(app: Flask) -> None:

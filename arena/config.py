@@ -100,7 +100,7 @@ class Defaults:
     # tells it from an ordinary pair, pixels included); 0 votes: never
     CONSENSUS_MIN_VOTES = 12
     CONSENSUS_SHARE = 0.8
-    CONSENSUS_MAX_SHARE = 0.25  # of a criterion's gold pairs: settled pairs look lopsided
+    CONSENSUS_MAX_SHARE = 0.1  # of a criterion's gold pairs: settled pairs look lopsided
     # Votes of a voter whose trust is below this do not count (one failed gold pair puts a
     # new voter at 0.75; a passed one then brings them back to 0.8).
     TRUST_FLOOR = 0.8
@@ -217,7 +217,8 @@ class Defaults:
     # a lead that removing fewer than this share of the voters undoes is flagged fragile
     FRAGILE_SHARE = 0.01
     # the rollup timer holds out the voters who favour one model together beyond the crowd
-    # (arena.analysis.suspects.screen), once a period, at this chance of a false alarm
+    # (arena.analysis.suspects.screen, from arena.campaigns.period), once a period, at this
+    # chance of a false alarm
     SCREEN_HOLDS = True
     SCREEN_ALPHA = 0.01
     # ... and keeps out of public figures, until an operator looks, the fewest voters of a

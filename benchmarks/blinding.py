@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/blinding.py [--evaluators 6] [--sessions 60]
 
-Builds, in a throwaway instance, the audit's situation: HYPE reals at 640x480 against fakes
+Builds, in a throwaway instance, the attack's situation: HYPE reals at 640x480 against fakes
 of two models at 512x512 and 300x400, and an arena of the four demo models plus two owners'
 models uploaded at 384x384 and 288x384. Then walks the pages as evaluators and voters do,
 fetches every image, and reports for each channel the held-out accuracy of the best
@@ -46,7 +46,7 @@ from tests.security.attacks import (
     fetch,
 )
 
-AUDIT = {  # measured by the attack audit before this work (issue 9)
+BEFORE = {  # what the leaks gave before presentation was blinded
     "HYPE, real vs fake by width": "100/100 (every fake 384x384, every real not)",
     "arena, model by size": "two owners' models showed as 384x384 and 288x384",
     "URLs computed offline": "60 of 60 reals' URLs from the source files",
@@ -186,8 +186,8 @@ def main() -> None:
                       "HYPE_QUALIFICATION_PASS": 0.0})
     rng = np.random.default_rng(7)
     build(app, tmp, rng)
-    print("Before (the audit):")
-    for what, figure in AUDIT.items():
+    print("Before (the leak these tables check for):")
+    for what, figure in BEFORE.items():
         print(f"  {what:30s} {figure}")
     report("HYPE qualification, real vs fake", hype_views(app, args.evaluators), rng)
     arena = arena_views(app, args.sessions)

@@ -79,6 +79,8 @@ def main() -> None:
     parser.add_argument("--per-network", type=int, default=3, help="identities per /24")
     parser.add_argument("--earn-trust", action="store_true",
                         help="each identity earns trust on the simulated clock first")
+    parser.add_argument("--image-size", type=int, default=384,
+                        help="pixels a side of the demo's images (and the size served)")
     parser.add_argument("--hours", type=int, default=1,
                         help="a patient farm: the identities come in this many hourly "
                              "batches, the timer run after each")
@@ -91,8 +93,9 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_")}
     env.update(ARENA_INSTANCE_PATH=str(base), ARENA_SECRET_KEY="farm",
                ARENA_PSEUDONYM_KEY="farm", ARENA_DEMO_PROMPTS=str(args.prompts),
-               ARENA_GOLD_MAX_DAMAGED="40", ARENA_PRESENT_SIZES="[384]",
-               ARENA_DEMO_IMAGE_SIZE="384", ARENA_DEMO_IMAGES_PER_MODEL="4",
+               ARENA_GOLD_MAX_DAMAGED="40", ARENA_PRESENT_SIZES=f"[{args.image_size}]",
+               ARENA_ZOOM_SIZES="[]", ARENA_DEMO_IMAGE_SIZE=str(args.image_size),
+               ARENA_DEMO_IMAGES_PER_MODEL="4",
                ARENA_EARN_TRUST_GOLD="2" if args.earn_trust else "0")
     started = time.perf_counter()
     subprocess.run([str(BIN / "arena"), "demo", "--votes", "0"], env=env, cwd=ROOT,

@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/integrity.py
 
 Each attack is run against a throwaway instance with the production settings (the demo
-campaign, rate limits on) and its outcome printed beside what the attack audit measured
-before (issue 9). benchmarks/blinding.py prints the blinding half of the table.
+campaign, rate limits on) and its outcome printed beside what the same attack gave before
+the defence. benchmarks/blinding.py prints the blinding half of the table.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def hype_claim(app, tmp: Path) -> str:
         stage = runs.start_stage(run, voter, "time", rng)
         later = db.session.scalars(select(HypeTrial).where(HypeTrial.stage_id == stage.id)
                                    .order_by(HypeTrial.position.desc())).first()
-        try:  # the helper audit's move: answer a trial that was never shown
+        try:  # the attack: answer a trial that was never shown
             runs.answer(stage, later.id, later.is_real, timing.Report(
                 frames=30, frame_ms=16.667, actual_ms=500.0))
             unseen = "counted"
@@ -180,7 +180,7 @@ def bearer_bypass(app, attempts: int = 100) -> str:
 
 def gold_timing(app, sessions: int = 120) -> str:
     """Session creation time, sessions with a gold pair against without; first fetches of
-    gold images against ordinary ones (the helper audit: 50 vs 10 ms, 77 vs 1 ms)."""
+    gold images against ordinary ones (before: 50 vs 10 ms, 77 vs 1 ms)."""
     client = app.test_client()
     made, plain, gold_fetch, plain_fetch = [], [], [], []
     body = client.post("/api/v1/sessions", json={"criterion": "coherence"}).json

@@ -259,7 +259,7 @@ class Design:
 
 
 METHODS = ("bootstrap", "instant")
-# What Arena did before issue 10, for comparison: the (weighted) win matrix resampled as if
+# The naive interval, for comparison: the (weighted) win matrix resampled as if
 # its cells were independent decisive votes -- no voters, ties as two half wins, weights as
 # counts.
 OLD = "old bootstrap"
@@ -429,7 +429,7 @@ def leaderboard(n: int, seed: int = 42) -> tuple[float, ...]:
 
 
 def designs() -> list[Design]:
-    """The designs of issue 10's harness (benchmarks/coverage.py runs them all)."""
+    """The coverage harness's designs (benchmarks/coverage.py runs them all)."""
     base = Design("balanced, 2k votes")
     strata = replace(base, name="post-stratified, cells 3000/600/30, all reweighted", items=5,
                      cells=(3000, 600, 30), cell_shift=(0.0, 0.5, -0.5),

@@ -26,7 +26,7 @@ from flask import current_app
 from scipy.special import ndtri
 from sqlalchemy import func, select, update
 
-from arena.analysis import rollups
+from arena.analysis import rollups, suspects
 from arena.analysis.tallies import Slice, models, vote_filter
 from arena.config import CRITERIA
 from arena.errors import NotFound
@@ -239,8 +239,6 @@ def keep_out(review_id: int, progress=None) -> int:
     """An operator's review: the cohort's waiting voters are held out (as the farm screen
     holds: :func:`arena.analysis.suspects.hold`). Returns how many voters. Raises NotFound
     for an unknown or decided review."""
-    from arena.analysis import suspects
-
     with write_transaction():
         review = _undecided(review_id)
         voters = db.session.scalars(select(Voter.public_id).where(

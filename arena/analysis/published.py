@@ -28,14 +28,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import and_, delete, func, or_, select
+from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from arena.analysis import rollups
 from arena.config import CRITERIA
 from arena.extensions import db
 from arena.infra.database import retry_on_lock, write_transaction
-from arena.models import Comparison, GenModel, PublishedFigures, utcnow
+from arena.models import GenModel, PublishedFigures, utcnow
 
 EPOCH = datetime(2000, 1, 1)
 ALL = 0  # the key of figures that are not one campaign's or one model's
@@ -67,7 +66,7 @@ def cutoff(now: datetime | None = None) -> datetime:
     return period_start(now) - SETTLED
 
 
-SCREEN = "screen"  # the figures kind the farm screen stores (arena.analysis.suspects.screen)
+SCREEN = "screen"  # the figures kind the period's screens store (arena.campaigns.period)
 
 
 def _shown(kind: str, key: int, now: datetime | None, load, screened: bool
@@ -177,21 +176,6 @@ def _insert_absent(kind: str, key: int, start: datetime, before: datetime, paylo
     return (dialect.insert(PublishedFigures)
             .values(kind=kind, key=key, period=start, as_of=before, payload=payload)
             .on_conflict_do_nothing())
-
-
-# -- what the figures count -------------------------------------------------------------------
-
-def votes_column(before: datetime | None, *among):
-    """A comparison's counted votes (``Comparison.votes_count``), or those of them stamped
-    before ``before`` (from the rollup and the log past it: :mod:`arena.analysis.rollups`):
-    (the column, a function that adds its join to a query on ``Comparison``). ``among``:
-    WHERE clauses on ``Comparison`` that keep the comparisons queried (the rest are read
-    and grouped for nothing)."""
-    if before is None:
-        return Comparison.votes_count, lambda query: query
-    counted = rollups.comparison_votes(before, *among)
-    return (func.coalesce(counted.c.n, 0),
-            lambda query: query.outerjoin(counted, counted.c.comparison_id == Comparison.id))
 
 
 # -- the online Elo ---------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 import numpy as np
 from sqlalchemy import and_, case, delete, func, or_, select
 
-from arena.analysis import rollups
+from arena.analysis.rollup_state import State, sql_dialect, window
 from arena.analysis.tallies import Slice, trusted_before, vote_filter
 from arena.config import CRITERIA
 from arena.extensions import db
@@ -68,7 +68,7 @@ class Rolled:
     """One rolled-up slice as a reading sees it: its state to the reading's cut-off, and
     every prompt's counts (rows prompt, comparison, winner, loser, first, votes)."""
 
-    state: rollups.State
+    state: State
     cells: np.ndarray
 
     def moments(self, ids: list[int]) -> PairMoments:
@@ -104,7 +104,7 @@ def read(criterion: str, slice_: Slice) -> Rolled | None:
                                 fields=(sliced[0],), only=sliced[1]).get(sliced,
                                                                          (None, _fine()))
         if state is None:
-            state = rollups.State.load(db.session.get(RollupSlice, key))
+            state = State.load(db.session.get(RollupSlice, key))
         stored = _prompt_cells(key, None)
         cells = np.concatenate([stored[~np.isin(stored[:, 0], after[:, 0])], after])
         again = db.session.execute(select(RankingRollup.through)
@@ -154,7 +154,7 @@ def _changed(criterion: str, row: RankingRollup, end: datetime, last: int | None
             key = (criterion, field, value)
             cells = _prompt_cells(key, change[:, 0])
             after = _sum(cells, change)
-            state = rollups.State.load(db.session.get(RollupSlice, key))
+            state = State.load(db.session.get(RollupSlice, key))
             found[(field, value)] = (state.replaced(old, new, _decisive(cells),
                                                     _decisive(after)), after)
             if store:
@@ -169,10 +169,10 @@ def _touched(criterion: str, row: RankingRollup, end: datetime, last: int | None
     """The voters whose counts in some slice may change: who cast a vote of ``criterion``
     past the watermark, answered a gold pair of any criterion in that time (their trust), or
     changed their answers since the slices last read them."""
-    window = rollups.window(criterion, row, end, last)
+    rolled = window(criterion, row, end, last)
     since = or_(and_(Vote.created_at >= row.through, Vote.created_at < end),
                 and_(Vote.id > row.last_vote_id, Vote.created_at < row.through))
-    parts = [select(Vote.voter_id).where(*window),
+    parts = [select(Vote.voter_id).where(*rolled),
              select(Vote.voter_id).where(Vote.criterion.in_(CRITERIA),
                                          Vote.is_validation.is_(True), since),
              select(Voter.id).where(Voter.profile_at >= row.refreshed_at - CHANGED_MARGIN)]
@@ -314,7 +314,7 @@ def _store_prompts(key: tuple, prompts: np.ndarray, counts: np.ndarray) -> None:
     """Write ``counts`` (rows prompt, comparison, winner, loser, first, votes: every cell
     of each prompt it holds) as the slice ``key``'s counts of ``prompts``."""
     table = RollupSlicePrompt
-    insert = rollups.sql_dialect().insert(table)
+    insert = sql_dialect().insert(table)
     statement = insert.on_conflict_do_update(
         index_elements=["criterion", "field", "value", "prompt_id"],
         set_={"cells": insert.excluded.cells})
@@ -329,7 +329,7 @@ def _store_prompts(key: tuple, prompts: np.ndarray, counts: np.ndarray) -> None:
 
 def _store_members(criterion: str, now: dict, voters: set) -> None:
     """The slices ``voters`` (those with counted votes) are rolled up in from now on."""
-    insert = rollups.sql_dialect().insert(RollupSliceMember)
+    insert = sql_dialect().insert(RollupSliceMember)
     statement = insert.on_conflict_do_update(
         index_elements=["criterion", "voter_id"],
         set_={f: getattr(insert.excluded, f) for f in VOTER_FIELDS})

@@ -15,7 +15,7 @@ import numpy as np
 from flask import current_app
 from sqlalchemy import case, func, select, update
 
-from arena.analysis import cohorts, published, rollups
+from arena.analysis import rollups
 from arena.analysis.tallies import Slice, models, tally, vote_filter
 from arena.config import CRITERIA, check_criterion
 from arena.extensions import db
@@ -227,37 +227,21 @@ def _set_held(public_ids, holding: bool, progress, reasons: dict[str, str]) -> i
     return len(changed)
 
 
-@dataclass(frozen=True)
-class Screened:
-    held: list[str]  # public ids held this period
-    reviews: list[int]  # cohort reviews opened (arena.analysis.cohorts)
-
-
-def _screened(payload: dict) -> Screened:
-    return Screened(list(payload["held"]), list(payload["reviews"]))
-
-
-def screen(progress=None) -> Screened:
-    """Once per period, from the rollup timer, among the votes counted before the period's
-    cut-off: hold out the voters :func:`suspects` names in any criterion, against the
-    crowd's strengths as of the period before, but those already held and those an operator
-    released; then test the cohorts of new voters (:mod:`arena.analysis.cohorts`) and send
-    the votes of those a review names back to waiting."""
-    def run(before) -> dict:
-        alpha = current_app.config["SCREEN_ALPHA"]
-        period = timedelta(seconds=float(current_app.config["PUBLISHED_PERIOD_S"]))
-        # (the crowd as it stood a period earlier: what a farm of this period could not move)
-        earlier = before - period
-        reasons: dict[str, list[str]] = {}
-        for criterion in CRITERIA:
-            for s in suspects(criterion, Slice(as_of=before), alpha, earlier):
-                reasons.setdefault(s.public_id, []).append(f"{criterion}: {s.reason}")
-        fresh = db.session.scalars(select(Voter.public_id).where(
-            Voter.public_id.in_(sorted(reasons)), Voter.held_at.is_(None),
-            Voter.released_at.is_(None))).all() if reasons else []
-        if fresh:
-            hold(fresh, progress, {p: "; ".join(reasons[p]) for p in fresh})
-        return {"held": sorted(fresh), "reviews": cohorts.screen(before, period)}
-
-    return published.figures(published.SCREEN, published.ALL, run, screened=False,
-                             load=_screened).payload
+def screen(before: datetime) -> list[str]:
+    """Hold out the voters :func:`suspects` names in any criterion among the votes counted
+    before ``before`` (the period's cut-off), against the crowd's strengths as of the period
+    before, but those already held and those an operator released: once a period, from the
+    period's tick (:mod:`arena.campaigns.period`). Returns the public ids held."""
+    alpha = current_app.config["SCREEN_ALPHA"]
+    # (the crowd as it stood a period earlier: what a farm of this period could not move)
+    earlier = before - timedelta(seconds=float(current_app.config["PUBLISHED_PERIOD_S"]))
+    reasons: dict[str, list[str]] = {}
+    for criterion in CRITERIA:
+        for s in suspects(criterion, Slice(as_of=before), alpha, earlier):
+            reasons.setdefault(s.public_id, []).append(f"{criterion}: {s.reason}")
+    fresh = db.session.scalars(select(Voter.public_id).where(
+        Voter.public_id.in_(sorted(reasons)), Voter.held_at.is_(None),
+        Voter.released_at.is_(None))).all() if reasons else []
+    if fresh:
+        hold(fresh, None, {p: "; ".join(reasons[p]) for p in fresh})
+    return sorted(fresh)

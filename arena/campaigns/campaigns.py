@@ -14,7 +14,7 @@ from datetime import datetime
 import numpy as np
 from sqlalchemy import func, select
 
-from arena.analysis import published
+from arena.analysis import published, rollups
 from arena.campaigns import comparisons, gold
 from arena.campaigns.allocation import check_allocation
 from arena.catalog import images, presentation, prompts
@@ -227,7 +227,7 @@ def summaries(public: bool = False) -> list[Summary]:
 def _totals(before: datetime | None = None) -> dict[int, tuple[int, int]]:
     """Per campaign: the votes counted towards its targets (those stamped before ``before``,
     when given), and the votes its targets ask."""
-    votes, joined = published.votes_column(before)
+    votes, joined = rollups.votes_column(before)
     # (the campaign's target, not each comparison's: active allocation moves those)
     return {row[0]: (int(row[1]), int(row[2])) for row in db.session.execute(joined(
         select(Comparison.campaign_id,

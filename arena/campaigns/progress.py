@@ -175,7 +175,7 @@ def _per_pair(campaign: Campaign, before: datetime | None) -> tuple[list[dict], 
     (per criterion: those towards the targets, each comparison's at most its target), the
     votes needed and the tasks closed without a vote. One statement."""
     name_a, name_b, joined = _pair_models()
-    votes, counted = published.votes_column(before, Comparison.campaign_id == campaign.id)
+    votes, counted = rollups.votes_column(before, Comparison.campaign_id == campaign.id)
     skipped = _skipped_tasks(campaign, before)
     skips = func.coalesce(skipped.c.skips, 0)
     # (the campaign's target, not each comparison's: active allocation moves those)
@@ -235,7 +235,7 @@ def _most_skipped(campaign: Campaign, before: datetime | None,
     votes = {row[0]: row[5] for row in rows}
     if before is not None and rows:  # (their votes before the cut-off: one read of the table)
         ids = list(votes)
-        counted, joined_counts = published.votes_column(before, Comparison.id.in_(ids))
+        counted, joined_counts = rollups.votes_column(before, Comparison.id.in_(ids))
         votes = dict(db.session.execute(joined_counts(
             select(Comparison.id, counted).where(Comparison.id.in_(ids)))).all())
     return [{"id": cid, "criterion": criterion, "models": f"{a} vs {b}", "prompt": text or "",

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import func, or_, select
 
-from arena.analysis import published
+from arena.analysis import published, rollups
 from arena.config import CRITERIA
 from arena.errors import Conflict, Invalid, NotFound
 from arena.extensions import db
@@ -102,7 +102,7 @@ def _criterion_stats(model: GenModel, criterion: str, before: datetime,
     """Comparisons and their votes (stamped before ``before``) against their target, and the
     model's votes and standing in ``elo`` (the online Elo replayed to the same cut-off)."""
     mine = select(Image.id).where(Image.model_id == model.id)
-    counted, joined = published.votes_column(before)
+    counted, joined = rollups.votes_column(before)
     # (a campaign's target, not each comparison's: active allocation moves those)
     target = func.coalesce(select(Campaign.target_votes)
                            .where(Campaign.id == Comparison.campaign_id).scalar_subquery(),

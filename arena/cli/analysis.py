@@ -168,7 +168,8 @@ def rollup_votes_command():
     the lead counts) if no page has yet; and decide where active and early-stopping
     campaigns' next votes go. Run it from a timer (every few minutes); it is idempotent and
     safe to run twice at once."""
-    from arena.analysis import period, rollups
+    from arena.analysis import rollups
+    from arena.campaigns import period
 
     with click.progressbar(length=rollups.pending(), label="Rolling up votes") as bar:
         done = period.tick(progress=lambda _criterion, votes: bar.update(votes))

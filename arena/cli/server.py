@@ -102,9 +102,8 @@ def serve_command(info: ScriptInfo, server, host, port, workers, threads, config
             raise click.UsageError(
                 f"--workers {workers} with rate limits stored in memory would let every "
                 f"limit be passed {workers} times over (each process counts on its own): "
-                "leave RATELIMIT_STORAGE_URI unset (a file in the instance folder that the "
-                "processes share) or set it to redis://..., or serve one process with more "
-                "--threads")
+                "set RATELIMIT_STORAGE_URI to redis://... (unset it counts in each process's "
+                "memory), or serve one process with more --threads")
         workers = 1
     workers = workers or settings["workers"]
     threads = threads or settings["threads"]

@@ -4,8 +4,8 @@ tar file, restored into a new instance.
 SQLite: the database is copied with SQLite's online backup API, so a backup taken while the
 server votes is consistent (a snapshot of committed transactions); images are written before
 the rows that name them commit, so every image the copy refers to is in the image store when
-it is read after the copy. PostgreSQL: the database part is ``pg_dump`` (README); this
-module refuses rather than pretend.
+it is read after the copy. PostgreSQL: the database part is ``pg_dump`` (the Deployment
+page, Backups); this module refuses rather than pretend.
 
 The file holds ``SECRET_KEY`` and ``PSEUDONYM_KEY`` (image names, cookies and export
 pseudonyms depend on them): it is written private (0600) and must be kept like a password.
@@ -49,7 +49,8 @@ class Summary:
 def _sqlite_path() -> Path:
     if db.engine.dialect.name != "sqlite":
         raise Invalid("arena backup and restore handle SQLite instances; back up PostgreSQL "
-                      "with pg_dump and the image folder with tar (see the README)")
+                      "with pg_dump and the image folder with tar (see the Deployment page, "
+                      "Backups)")
     return Path(db.engine.url.database)
 
 

@@ -13,6 +13,13 @@ from arena.config import SECRET_SETTINGS
 from arena.errors import Unavailable
 
 
+def instance_folder(config: dict | None = None) -> str:
+    """The instance folder: ``INSTANCE_PATH`` in ``config``, else ``ARENA_INSTANCE_PATH``,
+    else Flask's default for the package (``instance/`` beside it in a checkout)."""
+    instance_path = (config or {}).get("INSTANCE_PATH") or os.environ.get("ARENA_INSTANCE_PATH")
+    return str(Path(instance_path).resolve()) if instance_path else Flask("arena").instance_path
+
+
 def ensure_instance() -> list[str]:
     """Create the instance folder and persist every secret that is not configured yet
     (``SECRET_KEY``, ``PSEUDONYM_KEY``) to ``instance/config.py`` (mode 0600, not in git),

@@ -27,8 +27,8 @@ MAX_DEFAULT_WORKERS = 8
 def instance_config() -> Config:
     """The instance's settings as the app reads them (defaults, then instance/config.py,
     then ``ARENA_*``), without building the app."""
-    from arena import instance_folder
     from arena.config import Defaults
+    from arena.infra.instance import instance_folder
 
     config = Config(instance_folder())
     config.from_object(Defaults)

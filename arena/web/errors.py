@@ -89,7 +89,7 @@ def renders_errors(render):
 def captcha_policy(origin: str) -> str:
     """The Content-Security-Policy with a captcha provider's script, frame, style and
     connections allowed as its documentation asks (``origin``: one or more sources)."""
-    from arena import SECURITY_HEADERS
+    from arena.web.headers import SECURITY_HEADERS
 
     policy = SECURITY_HEADERS["Content-Security-Policy"]
     for directive in ("script-src", "style-src", "connect-src"):

@@ -115,7 +115,7 @@ def test_hype_time_block_with_real_frame_timing(app, live_server, phone, tmp_pat
 
 
 def test_hype_time_answer_offline_then_a_reload(app, live_server, browser, tmp_path):
-    """The phone audit: offline, the Real and Fake buttons stayed disabled with no word, and
+    """Offline, the Real and Fake buttons used to stay disabled with no word, and
     the only way out, a reload, showed the same image again with its answer counted. Now
     the page says the answer was not sent and lets it be sent again; a reload once the
     image has shown voids that trial and serves the next, saying so."""
@@ -155,7 +155,7 @@ def test_hype_time_answer_offline_then_a_reload(app, live_server, browser, tmp_p
 
 
 def test_hype_time_fits_a_small_phone_without_scrolling(app, live_server, browser, tmp_path):
-    """The phone audit: at 360x640 the first timed trial's instructions pushed "Show the next
+    """At 360x640 the first timed trial's instructions used to push "Show the next
     image" below the fold. The button, and then the Real and Fake buttons, must be on the
     first screen: scrolling mid-trial would move the image under the evaluator's eyes."""
     import os

@@ -24,8 +24,8 @@ def test_criterion_tabs_keep_the_filters(app, live_server, phone):
     with app.app_context():
         _two_regions()
     phone.goto(live_server + "/leaderboard?criterion=preference")
-    # the ranking on the first screen, the filters folded under it (the phone audit found
-    # nine controls there, the ranking from y=700 down)
+    # the ranking on the first screen, the filters folded under it (nine controls there,
+    # the ranking from y=700 down, before they were folded)
     if os.environ.get("ARENA_SCREENSHOT_DIR"):  # to look at it
         phone.screenshot(path=os.path.join(os.environ["ARENA_SCREENSHOT_DIR"], "board.png"))
     first = phone.locator("table.ranking tbody tr").first.bounding_box()

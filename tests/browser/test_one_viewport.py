@@ -2,7 +2,7 @@
 words), both images, Continue, and the validation warning when shown, with nothing off
 screen and every tap target at least 44x44 CSS px.
 
-The phone audit found Continue below the fold (coherence at 390x844: page 902 px; at
+Continue used to be below the fold (coherence at 390x844: page 902 px; at
 360x740 it started at y=728; a 21-word caption at 360 put it at y=752) and operator links
 23 px tall in a header that wrapped to two lines."""
 
@@ -122,7 +122,7 @@ def test_every_part_of_the_task_is_on_screen(browser, app, live_server, tasks_of
 
 
 def test_the_links_around_the_task_are_tap_targets_too(app, live_server, phone, tasks_of):
-    """The phone audit measured "Change my answers about me" on the end card at 220x16 px
+    """On a phone, "Change my answers about me" measured on the end card at 220x16 px
     (and it opened the start page with "About you" folded), the "About you" toggle 32 px
     tall, and the HYPE index's links 19 and 16 px tall."""
     tasks_of("preference")

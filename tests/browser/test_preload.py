@@ -2,7 +2,7 @@
 card asks for them at low priority, and the next card shows them from the browser's cache
 without fetching anything.
 
-The phone audit found each new card's images fetched only after the vote's response came
+Each new card's images used to be fetched only after the vote's response came
 back: on a slow mobile link the voter looked at two empty frames after every answer (and the
 server's clock for the next answer started while they were still loading)."""
 

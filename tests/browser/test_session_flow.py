@@ -1,7 +1,7 @@
 """Ten sessions in a row on a phone, as a keen voter answers them: no dead end, the next
 session one tap away on the same screen, and a fixed number of taps per session.
 
-The phone audit found the end of a session a dead end: a "Thank you" card that needed
+The end of a session used to be a dead end: a "Thank you" card that needed
 another tap to find the way on."""
 
 from __future__ import annotations

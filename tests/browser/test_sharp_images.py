@@ -1,7 +1,7 @@
 """Sharp images on every phone: the browser picks, from the ``srcset``, a variant with at
 least as many pixels as the screen shows the image at (CSS width x device pixel ratio).
 
-The phone audit found every task image shown from the 384 px variant at ~301 CSS px on a 3x
+Every task image used to be shown from the 384 px variant at ~301 CSS px on a 3x
 screen (2.35x upscaled) although a larger variant was stored."""
 
 from __future__ import annotations

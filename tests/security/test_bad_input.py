@@ -1,10 +1,10 @@
 """Bad input gets a 4xx, never a 500, on SQLite and PostgreSQL.
 
-The operations audit (issue 13) sent these and got 500s: on PostgreSQL a NUL byte in a path
+These got 500s before: on PostgreSQL a NUL byte in a path
 or a query string (text columns cannot hold one, so the query itself failed) and ids at or
 above 2**31 (out of range for an INTEGER column); on both databases a non-numeric seed,
-JSON nested 100,000 deep, an integer model name, 30-digit ids. Each is sent here as the
-audit did, through every kind of route that takes it."""
+JSON nested 100,000 deep, an integer model name, 30-digit ids. Each is sent here as an
+attacker would, through every kind of route that takes it."""
 
 from __future__ import annotations
 

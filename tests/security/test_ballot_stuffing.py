@@ -25,7 +25,7 @@ def ratings(criterion="preference"):
 
 
 def test_a_script_voting_as_fast_as_it_can_moves_nothing(make_app):
-    """The audit's load test had 1,736 of 5,072 votes arrive < 200 ms after issue, all
+    """A load test had 1,736 of 5,072 votes arrive < 200 ms after issue, all
     counted. A script now gets its votes stored and acknowledged, flagged too fast, and
     neither the online Elo, the comparisons' quotas nor the rankings move."""
     app = make_app(MIN_VOTE_MS=FLOORS, VALIDATION_RATE=0.0)
@@ -76,7 +76,7 @@ def test_a_person_who_takes_their_time_is_counted(make_app):
 
 
 def test_a_voter_who_fails_gold_stops_moving_the_public_elo(ctx, campaign):
-    """The audit found that voters who fail gold pairs still move the public Elo."""
+    """Voters who fail gold pairs must not move the public Elo."""
     voter, session = start(criterion="preference", validation_rate=1.0)
     gold = next(t for t in session.tasks if t.comparison.is_validation)
     wrong = "right" if gold.left_image_id == gold.comparison.correct_image_id else "left"

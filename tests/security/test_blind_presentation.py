@@ -47,7 +47,7 @@ def real_photos(tmp_path, rng, count: int, width: int, height: int):
 
 @pytest.fixture
 def hype_run(app, tmp_path):
-    """Reals 640x480, model A's fakes 512x512, model B's 300x400: the sizes of the audit.
+    """Reals 640x480, model A's fakes 512x512, model B's 300x400: the sizes of the attack.
     (Presented at the small size here, to keep the test quick; the sizes are settings.)"""
     app.config.update(HYPE_QUALIFICATION_TRIALS=40, HYPE_INFINITY_TRIALS=20,
                       HYPE_QUALIFICATION_PASS=0.0, HYPE_PRESENT_SIZE=384,
@@ -98,13 +98,13 @@ def test_an_evaluator_cannot_tell_real_from_fake_without_looking(app, hype_run):
     results = attack(seen, np.random.default_rng(0))
     ceiling = chance_ceiling(len(seen) // 2, ALPHA)
     assert all(acc < ceiling for acc in results.values()), (results, ceiling)
-    # the audit's rule, "not the fakes' size => real", now finds nothing to go on, nor does
+    # the rule "not the fakes' size => real" finds nothing to go on, nor does
     # reading the true length from the file's own header (the padding is inside the image
     # data, and every size field says the padded length)
     assert results["width"] < ceiling and results["byte length"] < ceiling
     assert results["riff size"] < ceiling and results["chunk VP8 size"] < ceiling
     assert results["trailing zeros"] < ceiling
-    # The audit computed 60 of 60 reals' URLs offline from the files (the storage hash of a
+    # An attacker computed 60 of 60 reals' URLs offline from the files (the storage hash of a
     # deterministic re-encode). No served name contains a storage hash or a file's hash,
     # and an image shown to two evaluators has two names.
     with app.app_context():
@@ -249,7 +249,7 @@ def test_an_owner_cannot_find_their_images_among_the_tasks(app):
 
 
 def test_the_attack_finds_a_leak_when_there_is_one():
-    """The detector itself: the audit's leak (fakes at one size, reals at others) is found
+    """The detector itself: the leak (fakes at one size, reals at others) is found
     at once; coin flips are not."""
     from .attacks import Seen
 
@@ -267,7 +267,7 @@ def test_the_attack_finds_a_leak_when_there_is_one():
 
 
 def test_a_low_resolution_model_is_not_upscaled_beside_a_sharp_one(app):
-    """The audit compared the byte lengths of an image's two sizes: a model uploading small
+    """The attack compares the byte lengths of an image's two sizes: a model uploading small
     images was upscaled for the large size and compressed differently (ratio 1.5-1.9 against
     3.6-4.1), on every fetch. A task now offers both its images at the sizes the smaller one
     reaches, and nothing larger."""

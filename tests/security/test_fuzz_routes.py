@@ -1,6 +1,6 @@
 """Every route, every method, random input: never a 500, on SQLite and PostgreSQL.
 
-``test_bad_input.py`` replays what the operations audit sent; this lets hypothesis look for
+``test_bad_input.py`` replays known hostile inputs; this lets hypothesis look for
 what nobody thought of. Each example picks a route of the app's URL map (so a new route is
 fuzzed without anyone listing it), fills its path arguments with hostile values (NUL bytes,
 numbers beyond any integer column, long or odd text), adds random query arguments (and the

@@ -81,7 +81,7 @@ def test_validation_never_runs_out(live, ctx):
 
 
 def test_gold_is_served_no_more_than_ordinary_pairs(live, ctx):
-    """The audit saw the top 3 of 96 fresh sessions' pairs all be gold. Now gold is picked
+    """The top 3 of 96 fresh sessions' pairs were all gold. Now gold is picked
     by the same least-served rule, and made anew when the supply would be over-served."""
     ctx.config["VALIDATION_RATE"] = 0.5
     rng = np.random.default_rng(3)
@@ -269,7 +269,7 @@ def test_alignment_gold_always_shows_a_caption(live, app, client):
 
 
 def test_a_check_question_is_not_given_away_by_its_caption(live, ctx):
-    """The phone audit spotted check questions as the second question of a session on a
+    """Check questions could be spotted as the second question of a session on a
     caption already met in it (15 of the 74 demo sessions with a check; 6 of 71 without).
     Now no two questions of a session share a prompt while the campaign has enough: a
     voter who takes a repeated caption for the check never gets one to take. The same holds
@@ -319,7 +319,7 @@ def _gold_count() -> int:
 
 
 def test_gold_is_made_after_the_response_and_only_for_answers(live, app):
-    """The audit timed session creation (50 ms when a damaged pair was made inside it, 10 ms
+    """The attack times session creation (50 ms when a damaged pair was made inside it, 10 ms
     otherwise) and first image fetches (77 ms for a fresh copy, 1 ms otherwise), and grew the
     gold pool by opening sessions it never answered (80 sessions, 22 new images). Now a new
     pair is made only after a voter answers a gold pair, once the response has gone, and its

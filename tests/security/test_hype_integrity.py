@@ -57,7 +57,7 @@ def timed(ctx, tmp_path):
 
 
 @pytest.mark.parametrize("claim", [
-    timing.Report(frames=600, frame_ms=HZ60, actual_ms=9999.5),  # the audit's 9999.5 ms
+    timing.Report(frames=600, frame_ms=HZ60, actual_ms=9999.5),  # the attack's 9999.5 ms
     timing.Report(frames=30, frame_ms=HZ60, actual_ms=9999.5),  # frames right, time not
     timing.Report(frames=3, frame_ms=166.7, actual_ms=500.0),  # a 6 Hz "display"
     timing.Report(frames=30, frame_ms=float("nan"), actual_ms=500.0),
@@ -90,7 +90,7 @@ def test_an_answer_sooner_than_the_countdown_allows_is_not_believed(timed):
 
 
 def test_a_second_look_after_a_reload_does_not_count(timed, client, ctx):
-    """The phone audit: a timed image was shown, the page reloaded (by hand, or because the
+    """A timed image is shown, the page reloaded (by hand, or because the
     answer could not be sent) and the same image came back with a fresh countdown, and the
     answer to that second look counted. A trial served again once its image could have
     been on screen is voided as "repeat", and the page serves the next one and says so."""
@@ -191,7 +191,7 @@ def test_clearing_cookies_does_not_skip_the_retry_delay(app, tmp_path):
 
 
 def test_trials_never_shown_cannot_be_answered(timed, app):
-    """The audit answered ten later trials instantly (the countdown check was skipped for a
+    """An evaluator answered ten later trials instantly (the countdown check was skipped for a
     trial never served); four counted. Only the trial on the screen can be answered now."""
     later = db.session.scalars(select(HypeTrial).where(HypeTrial.stage_id == timed.id)
                                .order_by(HypeTrial.position.desc())).first()
@@ -205,7 +205,7 @@ def test_trials_never_shown_cannot_be_answered(timed, app):
 
 
 def test_a_display_cannot_change_its_refresh_rate_between_images(timed):
-    """The audit claimed 34 ms frames with one extra on some trials: 544 ms recorded for a
+    """An evaluator's page claimed 34 ms frames with one extra on some trials: 544 ms recorded for a
     requested 500, 1020 ms above the staircase's cap. One display keeps one refresh interval
     and shows exactly the frames asked for; exposures stay within the staircase's range."""
     first = runs.next_trial(timed)

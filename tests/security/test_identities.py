@@ -87,7 +87,7 @@ def test_made_up_tokens_on_task_routes_gain_nothing(make_app):
 
 
 def test_a_made_up_token_is_no_identity(make_app):
-    """The audit's bypass: any 'Authorization: Bearer' header used to count as an existing
+    """The bypass: any 'Authorization: Bearer' header used to count as an existing
     identity, so cookie routes minted voters without limit. Now only an identity the route
     itself reads, held by a voter who exists, lifts the new-identity limit."""
     app = make_app(RATELIMIT_ENABLED=True, RATE_LIMIT_NEW_VOTERS="3/hour")

@@ -19,7 +19,7 @@ FLOORS = {"preference": 700, "coherence": 900, "alignment": 700}
 
 
 def test_many_sessions_one_wait_counts_once(make_app):
-    """The audit opened 20 sessions, waited 0.75 s, and answered the first task of each back
+    """The attack opens 20 sessions, waited 0.75 s, and answered the first task of each back
     to back: 60 of 60 votes counted, 7.7 ms apart. Now the floor runs from the voter's last
     vote in any session."""
     app = make_app(MIN_VOTE_MS=FLOORS, VALIDATION_RATE=0.0)
@@ -98,7 +98,7 @@ def test_a_session_voted_all_at_once_counts_one_vote(any_app):
 
 
 def test_captions_are_read_one_at_a_time(make_app):
-    """The audit waited once for the longest reveal and then confirmed 60 captions in 8.7 s
+    """The attack waits once for the longest reveal and then confirmed 60 captions in 8.7 s
     (131 s of reading). Now each caption's reveal starts after the voter's last action."""
     app = make_app(MIN_VOTE_MS=FLOORS, VALIDATION_RATE=0.0)
     with app.app_context():

@@ -125,7 +125,7 @@ def test_what_one_answer_an_hour_still_tells(make_app):
 
 
 def test_a_window_around_ones_own_answer_shows_nothing(make_app):
-    """The audit's attack on the first version: note the time just before and after each
+    """The attack on a single period's figures: note the time just before and after each
     answer, wait for the hour to turn, and ask the leaderboard for the votes of that window
     (or of one's own page language): one vote meant an ordinary answer, none gold. Public
     slices now count whole days, and a slice of fewer than PUBLIC_SLICE_MIN_VOTERS voters

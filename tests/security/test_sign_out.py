@@ -1,5 +1,5 @@
-"""Signing out ends the sign-in everywhere: the operations audit saved an operator's cookie,
-signed out, put the cookie back and was still the operator. Tried here as the attacker
+"""Signing out ends the sign-in everywhere: an operator's cookie saved, signed out and put
+back used to be the operator still. Tried here as the attacker
 would, for operators and model owners."""
 
 from __future__ import annotations

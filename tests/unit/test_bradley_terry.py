@@ -189,7 +189,7 @@ def _map_objective(wins, prior):
 
 def test_prior_fit_is_the_exact_posterior_mode_on_sparse_data():
     """With a prior the scale is fixed: the fit must be the mode itself, not a re-centred
-    neighbour of it (the audit found up to 0.022 log units off, 2 models swapped). Checked
+    neighbour of it (up to 0.022 log units off, 2 models swapped, without it). Checked
     against a direct optimiser on hundreds of sparse random sets."""
     from scipy.optimize import minimize
 

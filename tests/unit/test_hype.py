@@ -156,7 +156,7 @@ def test_the_approach_to_the_threshold_is_left_out():
 
 
 def test_the_threshold_is_unbiased_where_the_paper_figure_is_not():
-    """The audit: the paper's mode-based figure read +6.5% at a true 150 ms threshold and
+    """The paper's mode-based figure read +6.5% at a true 150 ms threshold and
     -6.2% at 700 ms. Arena's is within 2% (benchmarks/coverage.py runs more)."""
     from benchmarks.simulation import HypeDesign
 

@@ -38,7 +38,7 @@ def test_store_keeps_the_full_image_and_presents_centred_squares(ctx):
 
 def test_variants_are_made_when_stored_and_prepare_fills_gaps(ctx):
     """Rendered at storage, so a first view is as quick as any later one (a slow first
-    fetch told the audit's script which images were fresh gold copies). ``arena images
+    fetch told a script which images were fresh gold copies). ``arena images
     prepare`` makes what is missing after the sizes change or files are lost."""
     rows = [images.store(PILImage.new("RGB", (60, 90), "red"), model_id=None, prompt_id=None),
             images.store(PILImage.new("RGB", (90, 60), "blue"), model_id=None, prompt_id=None)]

@@ -160,7 +160,7 @@ def test_zip_with_manifest_is_read_in_memory(setup, tmp_path, app):
 
 
 def test_a_corrupt_zip_member_is_that_files_failure(setup, tmp_path):
-    """The operations audit ended an import in a raw traceback with one damaged member.
+    """An import with one damaged member used to end in a raw traceback.
     Now the damaged file is reported and the others are stored."""
     archive = tmp_path / "batch.zip"
     good = (IMAGES / "ok.png").read_bytes()

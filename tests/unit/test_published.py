@@ -125,7 +125,7 @@ def test_public_rankings_count_votes_and_trust_from_before_their_time(ctx):
 
 
 def test_every_public_figure_counts_to_one_cutoff(ctx):
-    """The audit's attacks compared two figures taken either side of an answer: the campaign
+    """The attacks compare two figures taken either side of an answer: the campaign
     list against the campaign page, the API's Elo against the board's Bradley-Terry. Every
     figure now counts the votes stamped before one cut-off per period, whichever is asked
     first and whenever: a vote just before it is in all of them, one just after in none."""

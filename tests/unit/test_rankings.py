@@ -254,7 +254,7 @@ def test_bad_margins_are_refused(ctx, margin):
 
 @pytest.mark.parametrize("method", ["bt", "elo"])
 def test_a_model_without_votes_is_listed_unranked(voted, method):
-    """The phone audit found a model with 0 votes ranked 5th: it is listed, last, with no
+    """A model with 0 votes was ranked 5th: it is listed, last, with no
     rank and no score, in every format."""
     from arena.analysis import exports
     from tests.factories import make_model

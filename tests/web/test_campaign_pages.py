@@ -148,7 +148,7 @@ def test_define_publish_add_model_and_gold_pair_on_the_web(client, operator, app
 
 
 def test_progress_pages(client, operator, app):
-    """Drafts are the operators' (the phone audit found them on the public list): the public
+    """Drafts are the operators' (they used to show on the public list): the public
     list and pages show a campaign once it is published."""
     with app.app_context():
         draft = campaigns.create_campaign("Draft one", "DrawBench", ["A", "B"])

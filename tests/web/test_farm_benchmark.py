@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_farm_benchmark_prints_its_boards_and_checks():
     done = subprocess.run(
-        [sys.executable, "benchmarks/farm.py", "--honest", "300", "--period", "100",
-         "--sizes", "6", "--shapes", "direct,omnipresent", "--prompts", "2", "--hours", "2"],
+        [sys.executable, "benchmarks/farm.py", "--honest", "200", "--period", "60",
+         "--sizes", "6", "--shapes", "direct,omnipresent", "--prompts", "2", "--hours", "2",
+         "--image-size", "96"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout

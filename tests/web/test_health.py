@@ -1,7 +1,7 @@
 """Liveness and readiness: a database that cannot take a write is named in the log and
 answered with 503, on the probe and on the voter's request alike.
 
-The operations audit made the SQLite files unwritable under load: workers died, no 503, no
+With the SQLite files made unwritable under load, workers died, no 503, no
 log line naming the cause, and ``/api/v1/health`` said ok because it only reads."""
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def test_scored_task_refused_before_qualifying(client, pilot):
 
 
 def test_a_run_that_cannot_finish_says_so_before_the_check(client, pilot, app):
-    """The phone audit passed a 100-image qualification on a HYPE-time run that could never
+    """A 100-image qualification could be passed on a HYPE-time run that could never
     start (too few images) and was refused only then. Now the run page says so and no check
     is started."""
     from sqlalchemy import func

@@ -64,7 +64,7 @@ def png_bytes(picture) -> bytes:
 
 
 def test_a_plain_upload_ends_in_time_with_a_result_for_every_file(client, app, signed_in):
-    """The audit posted 400 files without JavaScript: the request outlived the worker,
+    """400 files posted without JavaScript: the request outlived the worker,
     the owner got an empty 500 while 339 were stored. Now a request stores files for
     UPLOAD_REQUEST_SECONDS at most (here 0: one file), lists the rest as not processed,
     and sending them all again stores the next ones (the stored ones are recognised)."""

@@ -38,7 +38,8 @@ from tests.security.test_slow_clients import _binary, _listening, _start_caddy
 from .helpers import READ_ACTION, csrf_token, presented_in, task_id
 from .servers import free_port, stop
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+# (one worker takes them all: the two servers behind nginx are started once)
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.xdist_group("two-servers")]
 
 
 class Browser:

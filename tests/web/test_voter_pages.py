@@ -147,7 +147,7 @@ def test_someone_elses_session_and_task_are_forbidden(client, web_campaign, app)
     other = app.test_client()
     refused = other.get(location)
     assert refused.status_code == 403
-    # (the phone audit: "This is not yours to open" and the service's English)
+    # (not "This is not yours to open" and the service's English)
     assert "This session is not open in this browser" in refused.text
     assert 'href="/"' in refused.text and "belongs to" not in refused.text
     missing = other.get("/s/nosuchsession", headers={"Accept-Language": "es"})
@@ -162,8 +162,8 @@ def test_someone_elses_session_and_task_are_forbidden(client, web_campaign, app)
 
 def test_a_questions_address_opened_as_a_page_leads_back_to_its_session(client, web_campaign,
                                                                           app):
-    """The phone audit opened /t/<id> (where a form sent without JavaScript leaves the
-    browser) and got "Method not allowed". Its voter is taken to the session; anyone else,
+    """Opening /t/<id> (where a form sent without JavaScript leaves the browser) used to
+    get "Method not allowed". Its voter is taken to the session; anyone else,
     or a question that does not exist, to the start page, which tells nothing about it."""
     location = start_session(client).headers["Location"]
     task = task_id(client.get(location).get_data(as_text=True))
@@ -281,7 +281,7 @@ def test_uninitialised_database_gets_a_clear_503(tmp_path):
 
 
 def test_cant_decide_skips_without_a_vote_on_every_channel(client, app, web_campaign):
-    """The phone audit: no escape from a pair one cannot judge. "Can't decide" closes the
+    """An escape from a pair one cannot judge. "Can't decide" closes the
     task without a vote (nothing moves) and shows the next; a vote on it afterwards is
     refused; the API has the same."""
     location = start_session(client).headers["Location"]
