@@ -15,7 +15,6 @@ from flask import Flask, request
 
 from arena.config import PACKAGE_DIR, SECRET_SETTINGS, Defaults
 from arena.infra.instance import instance_folder
-from arena.web import headers
 
 
 class EphemeralSecretError(RuntimeError):
@@ -43,7 +42,7 @@ def create_app(config: dict | None = None) -> Flask:
     configure_input_guards(app)
     configure_blueprints(app)
     configure_templates(app)
-    headers.init_app(app)
+    configure_security_headers(app)
     configure_errorhandlers(app)
     configure_events()
     configure_cli(app)
@@ -204,6 +203,12 @@ def configure_templates(app: Flask) -> None:
         return asset_url(request.script_root, filename)
 
     app.jinja_env.globals["asset"] = asset
+
+
+def configure_security_headers(app: Flask) -> None:
+    from arena.web import headers
+
+    headers.init_app(app)
 
 
 def configure_input_guards(app: Flask) -> None:
