@@ -17,6 +17,7 @@ from flask import current_app
 from sqlalchemy import func, select
 from sqlalchemy.orm import aliased
 
+from arena.analysis import formats
 from arena.analysis.leaderboard import Ranking
 from arena.errors import Invalid
 from arena.extensions import db
@@ -24,7 +25,6 @@ from arena.infra.secrets import pseudonym
 from arena.models import Comparison, GenModel, Image, ImageReport, Prompt, Task, Vote, Voter
 from arena.voting.flags import names as flag_names
 
-FORMATS = ("table", "csv", "json", "parquet")
 COLUMNS = ["rank", "model", "score", "score_low", "score_high", "rating", "ci_low", "ci_high",
            "rank_best", "rank_worst", "tier", "online_elo", "votes", "wins", "win_rate",
            "lead_voters", "lead_share"]
@@ -148,7 +148,6 @@ def _agreement_line(ranking: Ranking) -> list[str]:
 
 # --- The vote log -------------------------------------------------------------------------
 
-VOTE_FORMATS = ("csv", "jsonl", "parquet")
 VOTE_COLUMNS = [
     "vote_id", "created_at", "criterion", "prompt_id", "prompt_category", "left_image_id",
     "right_image_id", "left_model", "right_model", "winner", "winner_model", "response_ms",
@@ -323,22 +322,23 @@ def vote_log(fmt: str) -> Download:
     """The whole vote log, one row per vote, voters pseudonymised with ``PSEUDONYM_KEY``:
     CSV and JSON lines stream from one snapshot; Parquet is written in row groups to a
     spooled file. Raises Invalid for another format."""
-    if fmt not in VOTE_FORMATS:
-        raise Invalid(f"format must be one of {', '.join(VOTE_FORMATS)}", field="format")
-    batches = iter_votes(db.engine, current_app.config["PSEUDONYM_KEY"])
-    if fmt == "parquet":
+    chosen = formats.choose(formats.VOTES, fmt)
+    return _log(chosen, iter_votes(db.engine, current_app.config["PSEUDONYM_KEY"]), "votes")
+
+
+def _log(chosen: formats.Format, batches, stem: str) -> Download:
+    """A log's batches written as ``chosen``: streamed text, or a spooled binary file."""
+    write = globals()[chosen.writer]
+    if chosen.binary:
         sink = tempfile.SpooledTemporaryFile(max_size=64 * 2**20)  # noqa: SIM115 - the response closes it
-        votes_parquet(batches, sink)
+        write(batches, sink)
         sink.seek(0)
-        return Download(sink, "application/vnd.apache.parquet", "votes.parquet")
-    if fmt == "csv":
-        return Download(votes_csv(batches), "text/csv", "votes.csv")
-    return Download(votes_jsonl(batches), "application/x-ndjson", "votes.jsonl")
+        return Download(sink, chosen.mimetype, stem + chosen.suffix)
+    return Download(write(batches), chosen.mimetype, stem + chosen.suffix)
 
 
 # --- Tasks closed without a vote -----------------------------------------------------------
 
-SKIP_FORMATS = ("csv", "jsonl")
 SKIP_COLUMNS = [
     "task_id", "skipped_at", "criterion", "comparison_id", "prompt_id", "left_image_id",
     "right_image_id", "left_model", "right_model", "is_validation", "reported_side",
@@ -380,18 +380,23 @@ def skip_log(fmt: str) -> Download:
     streamed as CSV or JSON lines, voters pseudonymised as in the vote log. A pair voters
     keep skipping is one they find too close to call (or a broken image). Raises Invalid
     for another format."""
-    if fmt not in SKIP_FORMATS:
-        raise Invalid(f"format must be one of {', '.join(SKIP_FORMATS)}", field="format")
-    batches = iter_skips(db.engine, current_app.config["PSEUDONYM_KEY"])
-    if fmt == "csv":
-        return Download(rows_csv(batches, SKIP_COLUMNS, "skipped_at"), "text/csv", "skips.csv")
-    return Download(votes_jsonl(batches), "application/x-ndjson", "skips.jsonl")
+    chosen = formats.choose(formats.SKIPS, fmt)
+    return _log(chosen, iter_skips(db.engine, current_app.config["PSEUDONYM_KEY"]), "skips")
+
+
+def skips_csv(batches):
+    return rows_csv(batches, SKIP_COLUMNS, "skipped_at")
+
+
+def write_ranking(ranking: Ranking, fmt: str) -> str | bytes:
+    """A ranked table in format ``fmt`` (:data:`arena.analysis.formats.RANKING`).
+    Raises Invalid for another format."""
+    return globals()[formats.choose(formats.RANKING, fmt).writer](ranking)
 
 
 def ranking_download(ranking: Ranking, fmt: str) -> Download:
-    """A ranked table as a CSV or Parquet file named after its criterion and method."""
-    name = f"leaderboard-{ranking.criterion}-{ranking.method}"
-    if fmt == "parquet":
-        return Download(to_parquet(ranking), "application/vnd.apache.parquet",
-                        f"{name}.parquet")
-    return Download(to_csv(ranking), "text/csv", f"{name}.csv")
+    """A ranked table as a file named after its criterion and method (the formats of
+    :data:`arena.analysis.formats.RANKING_DOWNLOADS`). Raises Invalid for another."""
+    chosen = formats.choose(formats.RANKING_DOWNLOADS, fmt)
+    name = f"leaderboard-{ranking.criterion}-{ranking.method}{chosen.suffix}"
+    return Download(globals()[chosen.writer](ranking), chosen.mimetype, name)

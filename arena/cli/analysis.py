@@ -9,6 +9,8 @@ from pathlib import Path
 import click
 from flask.cli import with_appcontext
 
+from arena.analysis import formats
+
 
 @click.command("rank")
 @click.option("--criterion", type=click.Choice(["preference", "coherence", "alignment"]),
@@ -43,8 +45,8 @@ from flask.cli import with_appcontext
               show_default=True, help="With --votes: count a tie as half a win each way, or "
               "fit Davidson's tie model (bootstrap intervals, ties drawn as ties).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]),
-              default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(list(formats.RANKING)), default="table",
+              show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="Write to this file (required for parquet).")
 @click.option("--age-group")
@@ -74,8 +76,8 @@ def rank_command(criterion, votes_file, method, rounds, intervals, cluster, marg
     from arena.analysis.leaderboard import LIVE_WARNING, rank_models, rank_votes_file
     from arena.analysis.tallies import Slice
 
-    if fmt == "parquet" and output is None:
-        raise click.UsageError("--format parquet needs --output FILE")
+    if formats.RANKING[fmt].binary and output is None:
+        raise click.UsageError(f"--format {fmt} needs --output FILE")
     rng = np.random.default_rng(seed)
     intervals = intervals or ("instant" if rounds is None else "bootstrap")
     rounds = 1000 if rounds is None else rounds
@@ -104,15 +106,13 @@ def rank_command(criterion, votes_file, method, rounds, intervals, cluster, marg
 
 
 def _write(ranking, fmt: str, output: Path | None, exports) -> None:
-    if fmt == "parquet":
-        output.write_bytes(exports.to_parquet(ranking))
+    written = exports.write_ranking(ranking, fmt)
+    if output is None:
+        click.echo(written, nl=False)
+    elif formats.RANKING[fmt].binary:
+        output.write_bytes(written)
     else:
-        text = {"table": exports.to_table, "csv": exports.to_csv,
-                "json": exports.to_json}[fmt](ranking)
-        if output is None:
-            click.echo(text, nl=False)
-        else:
-            output.write_text(text)
+        output.write_text(written)
     if output is not None:
         click.echo(f"Wrote {len(ranking.models)} rows to {output}", err=True)
     for flag in ranking.flags if fmt != "table" else ():

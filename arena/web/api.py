@@ -16,7 +16,7 @@ from flask import Blueprint, Response, jsonify, request, stream_with_context
 from flask_babel import gettext
 
 from arena.accounts import owners, tokens
-from arena.analysis import exports, published
+from arena.analysis import exports, formats, published
 from arena.analysis.leaderboard import (
     INTERVALS,
     LIVE_WARNING,
@@ -272,7 +272,7 @@ def leaderboard():
     parameters:
       - criterion
       - seed
-      - {name: format, in: query, schema: {enum: [json, csv, parquet]}}
+      - ranking_format
       - method
       - bootstrap
       - intervals
@@ -303,7 +303,7 @@ def leaderboard():
             schema: {}
     """
     criterion = check_criterion(request.args.get("criterion", "preference"))
-    fmt = choice_arg("format", "json", ("json", "csv", "parquet"))
+    fmt = choice_arg("format", "json", tuple(formats.RANKING_DOWNLOADS))
     method = request.args.get("method", "elo")
     detailed = (method != "elo" or fmt != "json"
                 or any(a in request.args for a in (*SLICE_ARGS, "poststratify", "margin",
@@ -394,8 +394,7 @@ def skip_log():
     jsonl).
     ---
     security: [{analystToken: []}]
-    parameters:
-      - {name: format, in: query, schema: {enum: [csv, jsonl]}}
+    parameters: [skip_format]
     responses:
       "200":
         description: the log

@@ -17,7 +17,7 @@ from apispec import APISpec
 from apispec.yaml_utils import load_yaml_from_docstring
 from flask import current_app
 
-from arena.analysis.exports import VOTE_FORMATS
+from arena.analysis import formats
 from arena.analysis.leaderboard import INTERVALS, METHODS
 from arena.analysis.reliability import WEIGHTS
 from arena.analysis.tallies import CLUSTERS
@@ -73,8 +73,10 @@ def _components(api: APISpec) -> None:
         "application/json": {"schema": "Error"}}})
     for name, schema in _query_parameters().items():
         components.parameter(name, "query", {"schema": schema})
-    components.parameter("vote_format", "query", {"name": "format",
-                                                  "schema": {"enum": list(VOTE_FORMATS)}})
+    for name, table in (("vote_format", formats.VOTES), ("skip_format", formats.SKIPS),
+                        ("ranking_format", formats.RANKING_DOWNLOADS)):
+        components.parameter(name, "query", {"name": "format",
+                                             "schema": {"enum": list(table)}})
     components.parameter("margin", "query", {
         "schema": {"type": "string"},
         "description": "an attribute to post-stratify on, with target shares "
