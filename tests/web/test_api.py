@@ -305,16 +305,13 @@ def test_round_trips_of_the_htmx_voter_flow_on_each_database(any_app):
     # each vote: its reads, its write, the card's reads and its open task marked shown
     # (after the last, the end card: nothing to mark)
     assert [used["commit"] for used in votes] == [4, 4, 2], votes
-    if engine.dialect.name == "postgresql":
-        assert start["statements"] == 3 and page["statements"] == 3, (start, page)
-        # the voter, the task, the turn with the ratings, the writes, the session, its
-        # next task marked shown (after the last: the voter's answers counted for the end card)
-        assert [used["statements"] for used in votes] == [7, 7, 7], votes
-        assert following["statements"] == 6, following
-    else:  # (BEGINs are statements there)
-        assert start["statements"] == 7 and page["statements"] == 5, (start, page)
-        assert [used["statements"] for used in votes] == [14, 14, 13], votes
-        assert following["statements"] == 12, following
+    # ceilings, not pins: a change that saves a statement passes, one that adds fails
+    ceiling = ({"start": 3, "page": 3, "vote": 7, "following": 6}
+               if engine.dialect.name == "postgresql"  # (BEGINs are statements on SQLite)
+               else {"start": 7, "page": 5, "vote": 14, "following": 12})
+    used = {"start": start["statements"], "page": page["statements"],
+            "vote": max(v["statements"] for v in votes), "following": following["statements"]}
+    assert all(used[k] <= ceiling[k] for k in ceiling), (used, ceiling)
 
 
 def test_image_urls_are_the_routes_urls(app):
