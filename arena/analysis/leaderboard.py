@@ -16,7 +16,7 @@ import numpy as np
 from flask import current_app
 from sqlalchemy import select
 
-from arena.analysis import published, rollups, slices
+from arena.analysis import methods, published, rollups, slices
 from arena.analysis.agreement import criterion_agreement, published_agreement
 from arena.analysis.reliability import WEIGHTS, weigh
 from arena.analysis.tallies import (
@@ -35,7 +35,7 @@ from arena.ranking import PairCounts, PairMoments, bootstrap, bradley_terry, ins
 from arena.ranking.agreement import Agreement, agreement
 from arena.ranking.robustness import flips
 
-METHODS = ("bt", "elo")
+METHODS = tuple(methods.METHODS)
 INTERVALS = ("bootstrap", "instant")
 LEVEL = 0.95
 # an analyst's ranking of every vote now, not as of the last farm screen
@@ -375,7 +375,7 @@ def online_elo(criterion: str) -> dict[str, float]:
 def rank_models(
     criterion: str,
     *,
-    method: str = "bt",
+    method: str = methods.DEFAULT,
     rounds: int = 1000,
     slice_: Slice | None = None,
     rng: np.random.Generator | None = None,
@@ -414,15 +414,14 @@ def rank_models(
     """
     check_criterion(criterion)
     slice_ = slice_ or Slice()
-    if method not in METHODS:
-        raise RankingError(f"method must be one of {', '.join(METHODS)}", field="method")
+    chosen = _method(method)
     margins = tuple(margins) or (("continent",) if poststratify else ())
-    if margins and method != "bt":
-        raise RankingError("post-stratification applies to the Bradley-Terry method")
+    if margins and not chosen.margins:
+        raise RankingError(f"post-stratification does not apply to {chosen.title}")
     if weights is not None:
         if weights not in WEIGHTS:
             raise RankingError(f"weights must be one of {', '.join(WEIGHTS)}", field="weights")
-        if method != "bt" or margins or cluster not in ("voter", TWO_WAY) or public:
+        if not chosen.weights or margins or cluster not in ("voter", TWO_WAY) or public:
             raise RankingError("voters' weights apply to Bradley-Terry without margins, "
                                "with intervals that resample voters", field="weights")
     if public:
@@ -434,8 +433,8 @@ def rank_models(
         elo_now = edition.online(criterion) if edition.as_of == slice_.as_of else {}
     else:
         elo_now = online_elo(criterion)
-    found = (None if weights is not None
-             else _rolled_up(criterion, method, slice_, cluster, margins, intervals, rounds))
+    found = (None if weights is not None or not chosen.rollups
+             else _rolled_up(criterion, slice_, cluster, margins, intervals, rounds))
     if found is not None:
         rolled, sides = found
         if public and slice_.active() and _too_few_voters(rolled, cluster):
@@ -463,7 +462,7 @@ def rank_models(
         counted = tally(criterion, slice_, cluster=cluster, margins=margins)
     if public and slice_.active() and _too_few_voters(counted, cluster):
         return _withheld(criterion, method, slice_)
-    if method == "elo":
+    if chosen.name == "elo":
         ranking = _rank_elo_votes(criterion, slice_, counted, cluster, rounds, rng, elo_now,
                                   include_idle)
     else:
@@ -487,7 +486,15 @@ def rank_models(
     return ranking
 
 
-def _rolled_up(criterion, method, slice_: Slice, cluster, margins, intervals, rounds
+def _method(name: str) -> methods.Method:
+    """The method named ``name`` (:mod:`arena.analysis.methods`). Raises RankingError."""
+    if name not in methods.METHODS:
+        raise RankingError(f"method must be one of {', '.join(methods.METHODS)}",
+                           field="method")
+    return methods.METHODS[name]
+
+
+def _rolled_up(criterion, slice_: Slice, cluster, margins, intervals, rounds
                ) -> tuple[Tally, np.ndarray | None] | None:
     """The counted votes from the rollup (:mod:`arena.analysis.rollups`) where it holds what
     the ranking needs: every vote or one rolled-up slice (:mod:`arena.analysis.slices`)
@@ -495,7 +502,7 @@ def _rolled_up(criterion, method, slice_: Slice, cluster, margins, intervals, ro
     sandwich) or from the pooled votes; with a slice, its comparisons' sides from the same
     reading (for its agreement). Else None."""
     sliced = slices.field_of(slice_)
-    if (method != "bt" or margins or (slice_.active() and sliced is None)
+    if (margins or (slice_.active() and sliced is None)
             or cluster not in ("voter", "none", TWO_WAY)
             or (cluster != "none" and intervals != "instant" and rounds > 0)):
         return None
@@ -690,7 +697,7 @@ def elo_table(criterion: str) -> EloTable:
 
 def rank_votes_file(path, *, ties: str = "half", rounds: int = 1000,
                     rng: np.random.Generator | None = None, intervals: str = "bootstrap",
-                    cluster: str | None = None, method: str = "bt") -> Ranking:
+                    cluster: str | None = None, method: str = methods.DEFAULT) -> Ranking:
     """Rank a file of votes collected elsewhere (see :mod:`arena.analysis.vote_files`):
     Bradley-Terry with a tie as half a win each way (and kept a tie when resampling), or
     Davidson's tie model (``ties="davidson"``), or Elo in the file's order with bootstrap
@@ -700,12 +707,13 @@ def rank_votes_file(path, *, ties: str = "half", rounds: int = 1000,
     Raises TableError or RankingError."""
     from arena.analysis.vote_files import read_votes
 
-    if method not in METHODS:
-        raise RankingError(f"method must be one of {', '.join(METHODS)}", field="method")
+    chosen = _method(method)
+    if not chosen.files:
+        raise RankingError(f"{chosen.title} does not rank vote files", field="method")
     votes = read_votes(path)
     cluster = votes.default_cluster() if cluster is None else cluster
     votes.units(cluster)
-    if method == "elo":
+    if chosen.name == "elo":
         from arena.voting.votes import elo_params
 
         units = votes.units(cluster)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from flask.cli import with_appcontext
 
-from arena.analysis import formats
+from arena.analysis import formats, methods
 
 
 @click.command("rank")
@@ -18,7 +18,8 @@ from arena.analysis import formats
 @click.option("--votes", "votes_file", type=click.Path(exists=True, dir_okay=False,
               path_type=Path), help="Rank an external CSV, JSON lines or Parquet file of "
               "left,right,winner votes.")
-@click.option("--method", type=click.Choice(["bt", "elo"]), default="bt", show_default=True)
+@click.option("--method", type=click.Choice(list(methods.METHODS)), default=methods.DEFAULT,
+              show_default=True)
 @click.option("--bootstrap", "rounds", type=click.IntRange(0, 100_000),
               help="Bootstrap rounds for the 95% intervals (default 1000; 0: none); given "
               "alone, asks for bootstrap intervals.")
