@@ -465,6 +465,10 @@ def rank_models(
     if chosen.name == "elo":
         ranking = _rank_elo_votes(criterion, slice_, counted, cluster, rounds, rng, elo_now,
                                   include_idle)
+    elif chosen.name == "openskill":
+        winners, losers, _ = _vote_log(criterion, slice_, counted, "none")
+        ranking = rank_openskill(counted.names, winners, losers, criterion=criterion,
+                                 include_idle=include_idle)
     else:
         ranking = rank_counts(counted.names, counted.counts, rounds=rounds, rng=rng,
                               intervals=intervals, cluster=cluster,
@@ -551,6 +555,16 @@ def _rank_elo_votes(criterion, slice_, counted: Tally, cluster, rounds, rng, elo
     voter+prompt, the two-way covariance of :func:`arena.ranking.elo.elo_bootstrap`)."""
     from arena.voting.votes import elo_params
 
+    winners, losers, units = _vote_log(criterion, slice_, counted, cluster)
+    online = elo_now if not slice_.active() else None
+    return rank_elo(counted.names, winners, losers, units=units, rounds=rounds, rng=rng,
+                    params=elo_params(), online=online, criterion=criterion,
+                    cluster=cluster, include_idle=include_idle)
+
+
+def _vote_log(criterion, slice_, counted: Tally, cluster):
+    """The sliced votes in order (public ones in the order they began to count) as arrays
+    of winner and loser indices into ``counted``, with each vote's ``cluster`` units."""
     columns = {"voter": [Vote.voter_id], "prompt": [Comparison.prompt_id],
                TWO_WAY: [Vote.voter_id, Comparison.prompt_id]}.get(cluster, [])
     query = vote_filter(criterion, slice_, join_prompt=cluster in ("prompt", TWO_WAY))
@@ -566,10 +580,36 @@ def _rank_elo_votes(criterion, slice_, counted: Tally, cluster, rounds, rng, elo
                      dtype=np.int64).reshape(len(rows), len(columns)) if columns else None
     if units is not None and len(columns) == 1:
         units = units[:, 0]
-    online = elo_now if not slice_.active() else None
-    return rank_elo(counted.names, winners, losers, units=units, rounds=rounds, rng=rng,
-                    params=elo_params(), online=online, criterion=criterion,
-                    cluster=cluster, include_idle=include_idle)
+    return winners, losers, units
+
+
+def rank_openskill(names: list[str], winners, losers, ties=None, *,
+                   criterion: str | None = None, include_idle: bool = True) -> Ranking:
+    """OpenSkill ranking of ``names`` from votes in their order
+    (:mod:`arena.ranking.openskill_ratings`): ratings on the Elo scale, no intervals (its
+    sigma counts games, not voters)."""
+    from arena.ranking.openskill_ratings import openskill
+
+    got = openskill(winners, losers, len(names), ties=ties)
+    active = np.flatnonzero(got.played > 0)
+    strength = np.exp(got.ratings[active] * np.log(10) / 400)
+    point = Point(100 * strength / strength.sum() if active.size else strength,
+                  got.ratings[active])
+    order = sorted(range(active.size), key=lambda k: -point.ratings[k])
+    rows = [_ranked_row(position, names[active[k]], k, point, None, None,
+                        got.played[active[k]], got.won[active[k]])
+            for position, k in enumerate(order, start=1)]
+    idle = [name for i, name in enumerate(names) if got.played[i] == 0]
+    if include_idle:
+        rows += [_idle_row(name, None) for name in idle]
+    total = int(got.played.sum() // 2)
+    flags = ["OpenSkill: Plackett-Luce ratings in the votes' order, without intervals"]
+    if not total:
+        flags.insert(0, "no votes yet in this selection")
+    elif idle and include_idle:
+        flags.append(f"no votes yet for: {', '.join(idle)}")
+    return Ranking(criterion=criterion, method="openskill", models=rows, total_votes=total,
+                   bootstrap_rounds=0, flags=flags)
 
 
 def _count_units(units, way: int) -> int | None:
@@ -720,6 +760,8 @@ def rank_votes_file(path, *, ties: str = "half", rounds: int = 1000,
         return rank_elo(votes.names, votes.winners, votes.losers, ties=votes.ties,
                         units=units, rounds=rounds, rng=rng, params=elo_params(),
                         cluster=cluster)
+    if chosen.name == "openskill":
+        return rank_openskill(votes.names, votes.winners, votes.losers, ties=votes.ties)
     if ties == "davidson":
         return rank_davidson(votes.names, votes.counts(cluster), rounds=rounds, rng=rng,
                              cluster=cluster)

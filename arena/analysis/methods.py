@@ -32,5 +32,7 @@ METHODS = _table(
            rollups=True, files=True),
     Method("elo", "Elo", order_dependent=True, margins=False, weights=False, rollups=False,
            files=True),
+    Method("openskill", "OpenSkill", order_dependent=True, margins=False, weights=False,
+           rollups=False, files=True),
 )
 DEFAULT = "bt"
