@@ -328,7 +328,7 @@ def vote_log(fmt: str) -> Download:
 
 def _log(chosen: formats.Format, batches, stem: str) -> Download:
     """A log's batches written as ``chosen``: streamed text, or a spooled binary file."""
-    write = globals()[chosen.writer]
+    write = _writer(chosen)
     if chosen.binary:
         sink = tempfile.SpooledTemporaryFile(max_size=64 * 2**20)  # noqa: SIM115 - the response closes it
         write(batches, sink)
@@ -391,7 +391,7 @@ def skips_csv(batches):
 def write_ranking(ranking: Ranking, fmt: str) -> str | bytes:
     """A ranked table in format ``fmt`` (:data:`arena.analysis.formats.RANKING`).
     Raises Invalid for another format."""
-    return globals()[formats.choose(formats.RANKING, fmt).writer](ranking)
+    return _writer(formats.choose(formats.RANKING, fmt))(ranking)
 
 
 def ranking_download(ranking: Ranking, fmt: str) -> Download:
@@ -399,4 +399,9 @@ def ranking_download(ranking: Ranking, fmt: str) -> Download:
     :data:`arena.analysis.formats.RANKING_DOWNLOADS`). Raises Invalid for another."""
     chosen = formats.choose(formats.RANKING_DOWNLOADS, fmt)
     name = f"leaderboard-{ranking.criterion}-{ranking.method}{chosen.suffix}"
-    return Download(globals()[chosen.writer](ranking), chosen.mimetype, name)
+    return Download(_writer(chosen)(ranking), chosen.mimetype, name)
+
+
+def _writer(chosen: formats.Format):
+    """The function of this module that writes ``chosen`` (named in its row)."""
+    return globals()[chosen.writer]

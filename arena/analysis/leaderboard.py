@@ -748,8 +748,6 @@ def rank_votes_file(path, *, ties: str = "half", rounds: int = 1000,
     from arena.analysis.vote_files import read_votes
 
     chosen = _method(method)
-    if not chosen.files:
-        raise RankingError(f"{chosen.title} does not rank vote files", field="method")
     votes = read_votes(path)
     cluster = votes.default_cluster() if cluster is None else cluster
     votes.units(cluster)

@@ -20,7 +20,6 @@ class Method:
     margins: bool  # post-stratified to population shares
     weights: bool  # voters' reliability or gold weights
     rollups: bool  # fitted from the rollup's summed counts, not the log
-    files: bool  # ranks an external vote file (arena rank --votes)
 
 
 def _table(*rows: Method) -> dict[str, Method]:
@@ -29,10 +28,9 @@ def _table(*rows: Method) -> dict[str, Method]:
 
 METHODS = _table(
     Method("bt", "Bradley-Terry", order_dependent=False, margins=True, weights=True,
-           rollups=True, files=True),
-    Method("elo", "Elo", order_dependent=True, margins=False, weights=False, rollups=False,
-           files=True),
+           rollups=True),
+    Method("elo", "Elo", order_dependent=True, margins=False, weights=False, rollups=False),
     Method("openskill", "OpenSkill", order_dependent=True, margins=False, weights=False,
-           rollups=False, files=True),
+           rollups=False),
 )
 DEFAULT = "bt"
