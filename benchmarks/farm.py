@@ -5,7 +5,7 @@ better public rank, and what would one rank cost?
                                         [--prompts 24] [--shapes direct,omnipresent,both]
                                         [--sizes 30,60,120,240] [--votes 14]
                                         [--on-target 4] [--per-network 3] [--earn-trust]
-                                        [--hours 1]
+                                        [--hours 1] [--seed 0]
 
 A scratch instance with the demo campaign: its four models and, with ``--models 8``, four
 more drawn as the demo draws (the crowd's log-strengths spread from 1.0 to -1.5), ``--honest``
@@ -25,7 +25,9 @@ elsewhere, as a farm that wants full weight would):
   voter's score needs five games with a model);
 * ``omnipresent``: against Dusk-0.3's upper neighbour whenever it meets a model other than
   Dusk-0.3, up to ``--on-target`` times (Min et al. 2025: votes on pairs without the target);
-* ``both``: half of each.
+* ``both``: half of each;
+* ``control``: no aim: every pair answered as the crowd answers (Bradley-Terry draws from the
+  crowd's strengths): how far the same number of honest newcomers' votes moves the tables.
 
 The farm has earned trust already (the hardest case for the screens: ``--earn-trust`` makes
 each identity earn it on the simulated clock first, a visit 21 hours before the attack).
@@ -60,7 +62,7 @@ TARGET = "Dusk-0.3"
 # the models --models 8 adds: name, the demo's drawing quality, the crowd's log-strength
 MORE_MODELS = (("Ember-2", 0, 0.8), ("Flint-1", 1, 0.2), ("Grit-0.5", 2, -0.8),
                ("Haze-0.1", 3, -1.5))
-SHAPES = ("direct", "omnipresent", "both")
+SHAPES = ("direct", "omnipresent", "both", "control")
 
 
 def main() -> None:
@@ -71,7 +73,7 @@ def main() -> None:
                         help="honest votes of new voters in the farm's hour")
     parser.add_argument("--models", type=int, choices=(4, 8), default=8)
     parser.add_argument("--prompts", type=int, default=24, help="demo prompts")
-    parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--shapes", default=",".join(SHAPES[:3]))
     parser.add_argument("--sizes", default="30,60,120,240", help="identities per farm")
     parser.add_argument("--votes", type=int, default=14, help="votes per farm identity")
     parser.add_argument("--on-target", type=int, default=4,
@@ -84,6 +86,7 @@ def main() -> None:
     parser.add_argument("--hours", type=int, default=1,
                         help="a patient farm: the identities come in this many hourly "
                              "batches, the timer run after each")
+    parser.add_argument("--seed", type=int, default=0, help="the crowd's and the farms' draws")
     args = parser.parse_args()
     shapes = [s for s in args.shapes.split(",") if s]
     if set(shapes) - set(SHAPES):
@@ -112,18 +115,22 @@ def main() -> None:
             row = attack(args, folder, base, before, shape, size)
             rows.append(row)
             report(row)
-            if row["moved"] and shape not in costs:
+            if row["moved"] and shape not in costs and shape != "control":
                 costs[shape] = row
     print("\ncost to move Dusk-0.3 one public rank (after the timer, either table):")
     largest = max(int(s) for s in args.sizes.split(","))
-    for shape in shapes:
+    for shape in (s for s in shapes if s != "control"):
         row = costs.get(shape)
         print(f"  {shape:12} " + (
             f"{row['size']} identities on {row['networks']} /24s, {row['votes']:,d} votes "
             f"({row['share']:.0%} of the period's)" if row else
             f"not bought by any farm tried (up to {largest} identities, "
             f"{largest * args.votes:,d} votes)"))
-    fine = [r for r in rows if r["share"] <= 0.25]
+    control = [r for r in rows if r["shape"] == "control"]
+    if control:
+        print(f"control: the same numbers of honest newcomers' votes kept every public rank in "
+              f"its published rank set: {sum(r['kept'] for r in control)} of {len(control)}")
+    fine = [r for r in rows if r["share"] <= 0.25 and r["shape"] != "control"]
     honest = sum(r["honest_held"] for r in fine)
     print(f"check: no farm of up to 25% of the period's votes moved a public rank out of its "
           f"published rank set after the timer: "
@@ -145,7 +152,7 @@ def crowd(args) -> None:
         if args.models == 8:
             _more_models()
             strengths.update({name: strength for name, _, strength in MORE_MODELS})
-        rng = np.random.default_rng(0)
+        rng = np.random.default_rng(args.seed)
         simulate_votes(args.honest, rng, strengths=strengths)
         _shift(timedelta(days=3))
         simulate_votes(args.period, rng, strengths=strengths)
@@ -252,9 +259,9 @@ def attack(args, folder: Path, base: Path, before: dict, shape: str, size: int) 
             if hour:  # (an hour on: the hour before, and everything before it, a period back;
                 # new honest voters in this one)
                 _shift(timedelta(seconds=float(app.config["PUBLISHED_PERIOD_S"])))
-                _honest_hour(args, np.random.default_rng(1000 + hour))
+                _honest_hour(args, np.random.default_rng([args.seed, 1000 + hour]))
             batch = range(hour * per_hour, min(size, (hour + 1) * per_hour))
-            farm += _farm(args, batch, shape, above, np.random.default_rng(size + hour))
+            farm += _farm(args, batch, shape, above, np.random.default_rng([args.seed, size, hour]))
             published.forget()
             counted = _live()
             ordinary = Vote.is_validation.is_(False)
@@ -400,8 +407,8 @@ def _farm(args, identities: range, shape: str, above: str, rng) -> list[int]:
         ids.append(voter.id)
         if args.earn_trust:
             _earn(voter, rng, clock[0] - timedelta(hours=21))
-        aims = {"direct": ["target"], "omnipresent": ["above"], "both": ["target", "above"]
-                }[shape]
+        aims = {"direct": ["target"], "omnipresent": ["above"], "both": ["target", "above"],
+                "control": []}[shape]
         used = dict.fromkeys(aims, 0)
         budget = {aim: args.on_target // len(aims) or 1 for aim in aims}
         cast = 0
@@ -414,18 +421,22 @@ def _farm(args, identities: range, shape: str, above: str, rng) -> list[int]:
                 task = db.session.get(Task, task_id)
                 tasks.present([task], now=clock[0])
                 left, right = task.left_image, task.right_image
-                choice = _choice(task, left, right, strength, used, budget, above)
+                choice = _choice(task, left, right, strength, used, budget, above,
+                                 rng if shape == "control" else None)
                 clock[0] += timedelta(milliseconds=int(rng.integers(1500, 4000)))
                 votes.cast_vote(voter, task.id, choice, 1500, now=clock[0])
                 cast += not task.comparison.is_validation
     return ids
 
 
-def _choice(task, left, right, strength, used, budget, above) -> str:
+def _choice(task, left, right, strength, used, budget, above, crowd=None) -> str:
     comparison = task.comparison
     if comparison.is_validation:  # gold: right, as a working rule would
         return "left" if comparison.correct_image_id == left.id else "right"
     names = (left.model.name, right.model.name)
+    if crowd is not None:  # (the control: as the crowd votes)
+        odds = strength.get(names[1], 0) - strength.get(names[0], 0)
+        return "left" if crowd.random() < 1.0 / (1.0 + np.exp(odds)) else "right"
     if "target" in used and TARGET in names and used["target"] < budget["target"]:
         used["target"] += 1
         return "left" if names[0] == TARGET else "right"
