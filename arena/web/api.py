@@ -16,7 +16,7 @@ from flask import Blueprint, Response, jsonify, request, stream_with_context
 from flask_babel import gettext
 
 from arena.accounts import owners, tokens
-from arena.analysis import exports, formats, published
+from arena.analysis import exports, formats, methods, published
 from arena.analysis.leaderboard import (
     INTERVALS,
     LIVE_WARNING,
@@ -24,7 +24,7 @@ from arena.analysis.leaderboard import (
     elo_table,
     rank_models,
 )
-from arena.analysis.tallies import CLUSTERS, SLICE_ARGS, slice_from_args, win_matrix
+from arena.analysis.tallies import CLUSTERS, slice_from_args, win_matrix
 from arena.catalog import ingest, prompts, registry
 from arena.config import QUESTIONS, check_criterion
 from arena.errors import Invalid
@@ -259,14 +259,16 @@ def vote(task_id: int):
 
 @bp.get("/leaderboard")
 def leaderboard():
-    """Public: the online Elo table (``?criterion=``) over the votes before ``as_of``, the
-    period's cut-off (:mod:`arena.analysis.published`). With an analyst token: any method
-    (``bt`` with instant or bootstrap intervals, resampling ``cluster`` units: voters and
-    prompts by default), slice,
-    margins (``margin=continent&margin=gender:female=0.5,male=0.5``), reliability weights
-    (``weights=reliability``) and format (json, csv, parquet), from the votes counted in
-    public figures as of the last farm screen (``as_of``), or with ``live=true`` every vote
-    to the second (flagged as such).
+    """Public: what the public leaderboard page shows (``?criterion=``, its slices and
+    ``poststratify``): Bradley-Terry with instant intervals and rank sets over the votes
+    counted before ``as_of``, the period's cut-off (:mod:`arena.analysis.published`); with
+    ``method=elo`` the online Elo table to the same cut-off (order-dependent: it weighs the
+    latest votes most). With an analyst token: any method (``bt`` by default, with instant
+    or bootstrap intervals, resampling ``cluster`` units: voters and prompts by default),
+    slice, margins (``margin=continent&margin=gender:female=0.5,male=0.5``), reliability
+    weights (``weights=reliability``) and format (json, csv, parquet), from the votes counted
+    in public figures as of the last farm screen (``as_of``), or with ``live=true`` every
+    vote to the second (flagged as such).
     ---
     security: [{}, {analystToken: []}]
     parameters:
@@ -304,22 +306,28 @@ def leaderboard():
     """
     criterion = check_criterion(request.args.get("criterion", "preference"))
     fmt = choice_arg("format", "json", tuple(formats.RANKING_DOWNLOADS))
-    method = request.args.get("method", "elo")
-    detailed = (method != "elo" or fmt != "json"
-                or any(a in request.args for a in (*SLICE_ARGS, "poststratify", "margin",
-                                                   "weights", "live")))
-    if not detailed:
-        table = elo_table(criterion)
-        return jsonify(criterion=criterion, method="elo", as_of=table.as_of.isoformat(),
-                       models=[{"rank": r.rank, "model": r.model, "rating": round(r.rating, 4),
-                                "votes": r.votes, "wins": r.wins} for r in table.rows])
-    tokens.require_analyst(bearer_token())
+    token = bearer_token()
+    method = request.args.get("method", methods.DEFAULT)
+    analyst = (token is not None or fmt != "json" or method not in _PUBLIC_METHODS
+               or any(a in request.args for a in _ANALYST_ARGS))
+    if not analyst:  # (what the public page shows, to the same cut-off)
+        if method == "elo":
+            table = elo_table(criterion)
+            return jsonify(
+                criterion=criterion, method="elo", as_of=table.as_of.isoformat(),
+                models=[{"rank": r.rank, "model": r.model, "rating": round(r.rating, 4),
+                         "votes": r.votes, "wins": r.wins} for r in table.rows])
+        ranking = rank_models(criterion, intervals="instant", include_idle=False,
+                              slice_=slice_from_args(request.args),
+                              poststratify=flag_arg("poststratify"), public=True)
+        return _ranking_json(criterion, ranking, live=False)
+    tokens.require_analyst(token)
     live = flag_arg("live")
     slice_ = slice_from_args(request.args)
     if not live:
         slice_ = replace(slice_, as_of=published.shown_cutoff())
     ranking = rank_models(
-        criterion, method=choice_arg("method", "elo", METHODS),
+        criterion, method=choice_arg("method", methods.DEFAULT, METHODS),
         rounds=int_arg("bootstrap", 1000, 0, 10_000),
         slice_=slice_,
         rng=np.random.default_rng(int_arg("seed", 0, 0, 2**32 - 1)),
@@ -333,6 +341,15 @@ def leaderboard():
         ranking.flags.insert(0, LIVE_WARNING)
     if fmt != "json":
         return _download(exports.ranking_download(ranking, fmt))
+    return _ranking_json(criterion, ranking, live)
+
+
+# what only an analyst may ask of the leaderboard (the public page offers the rest)
+_ANALYST_ARGS = ("seed", "bootstrap", "intervals", "cluster", "margin", "weights", "live")
+_PUBLIC_METHODS = ("bt", "elo")
+
+
+def _ranking_json(criterion: str, ranking, live: bool):
     return jsonify(
         criterion=criterion, method=ranking.method, total_votes=ranking.total_votes,
         bootstrap_rounds=ranking.bootstrap_rounds, intervals=ranking.intervals,

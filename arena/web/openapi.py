@@ -19,6 +19,7 @@ from flask import current_app
 
 from arena.analysis import formats
 from arena.analysis.leaderboard import INTERVALS, METHODS
+from arena.analysis.methods import DEFAULT as DEFAULT_METHOD
 from arena.analysis.reliability import WEIGHTS
 from arena.analysis.tallies import CLUSTERS
 from arena.config import CRITERIA, LANGUAGES
@@ -141,7 +142,8 @@ def _query_parameters() -> dict:
     return {
         "criterion": enum(CRITERIA),
         "seed": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
-        "method": enum(METHODS), "intervals": enum(INTERVALS), "cluster": enum(CLUSTERS),
+        "method": {**enum(METHODS), "default": DEFAULT_METHOD},
+        "intervals": enum(INTERVALS), "cluster": enum(CLUSTERS),
         "bootstrap": {"type": "integer", "minimum": 0, "maximum": 10_000},
         "weights": enum(WEIGHTS),
         "age_group": enum(AGE_GROUPS), "gender": enum(GENDERS),

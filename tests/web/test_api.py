@@ -6,6 +6,7 @@ import pytest
 from PIL import Image
 from sqlalchemy import func, select
 
+from arena.analysis.leaderboard import rank_models
 from arena.extensions import db
 from arena.models import Task, Vote, Voter
 from tests.factories import make_campaign, time_passes
@@ -146,11 +147,11 @@ def test_leaderboard_reflects_votes(client, web_campaign, app):
     for task in body["tasks"]:
         client.post(f"/api/v1/tasks/{task['task_id']}/vote", json={"choice": "left"},
                     headers=auth(body["voter_token"]))
-    now = client.get("/api/v1/leaderboard?criterion=preference").json
+    now = client.get("/api/v1/leaderboard?criterion=preference&method=elo").json
     assert now["models"] == []  # the public table counts the votes of before the hour
     with app.app_context():
         time_passes()
-    board = client.get("/api/v1/leaderboard?criterion=preference").json
+    board = client.get("/api/v1/leaderboard?criterion=preference&method=elo").json
     assert board["criterion"] == "preference"
     models = board["models"]
     # a session's pairs may all leave out one of the three models, which is then not listed
@@ -163,6 +164,33 @@ def test_leaderboard_reflects_votes(client, web_campaign, app):
     assert sum(m["rating"] for m in models) == pytest.approx(1000.0 * len(models), abs=1e-3)
     assert models[0]["rating"] > 1000.0
     assert client.get("/api/v1/leaderboard?criterion=x").status_code == 400
+
+
+def test_the_public_api_shows_what_the_public_page_shows(client, web_campaign, app):
+    app.config["VALIDATION_RATE"] = 0.0
+    for country in ("DE", "US", "US"):
+        body = new_session(client, {"criterion": "preference",
+                                    "demographics": {"country": country}}).json
+        for task in body["tasks"]:
+            client.post(f"/api/v1/tasks/{task['task_id']}/vote", json={"choice": "left"},
+                        headers=auth(body["voter_token"]))
+    with app.app_context():
+        time_passes()
+        page = rank_models("preference", intervals="instant", include_idle=False,
+                           public=True)
+    board = client.get("/api/v1/leaderboard?criterion=preference").json
+    assert board["method"] == "bt" and board["live"] is False
+    assert board["as_of"] == page.as_of.isoformat()
+    assert [(m["model"], m["rank"], m["rank_best"], m["rank_worst"]) for m in board["models"]] \
+        == [(m.model, m.rank, m.rank_best, m.rank_worst) for m in page.models]
+    assert [m["rating"] for m in board["models"]] == pytest.approx(
+        [m.rating for m in page.models])
+    # the page's own rule for a slice too thin to publish (one voter's), here as there
+    thin = client.get("/api/v1/leaderboard?criterion=preference&continent=EU").json
+    assert thin["models"] == [] and "fewer than" in thin["flags"][0]
+    # what only an analyst may ask (every vote to the second; its own intervals or method)
+    for query in ("live=true", "bootstrap=100", "format=csv", "method=openskill"):
+        assert client.get(f"/api/v1/leaderboard?{query}").status_code == 401, query
 
 
 def test_rate_limit_applies_to_session_creation(make_app):

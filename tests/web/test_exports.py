@@ -53,8 +53,9 @@ def test_token_is_hashed_and_revocable(app, runner):
 
 
 @pytest.mark.parametrize("url", ["/api/v1/votes", "/api/v1/matrix?criterion=preference",
-                                 "/api/v1/leaderboard?criterion=preference&method=bt",
-                                 "/api/v1/leaderboard?criterion=preference&continent=EU"])
+                                 "/api/v1/leaderboard?criterion=preference&bootstrap=200",
+                                 "/api/v1/leaderboard?criterion=preference&format=csv",
+                                 "/api/v1/leaderboard?criterion=preference&live=true"])
 def test_exports_need_an_analyst_token(client, analyst, url):
     assert client.get(url).status_code == 401
     assert client.get(url, headers={"Authorization": "Bearer arena_wrong"}).status_code == 401
@@ -62,8 +63,10 @@ def test_exports_need_an_analyst_token(client, analyst, url):
         assert response.status_code == 200
 
 
-def test_public_elo_leaderboard_needs_no_token(client, analyst):
-    assert client.get("/api/v1/leaderboard?criterion=preference").status_code == 200
+def test_public_leaderboards_need_no_token(client, analyst):
+    for method in ("", "&method=bt", "&method=elo"):
+        assert client.get(f"/api/v1/leaderboard?criterion=preference{method}"
+                          ).status_code == 200
 
 
 def test_bt_leaderboard_json_with_intervals_and_slices(client, analyst):
