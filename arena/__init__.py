@@ -120,6 +120,9 @@ def configure_app(app: Flask, config: dict | None) -> None:
     app.config.setdefault("IMAGE_DIR", None)
     if not app.config["IMAGE_DIR"]:
         app.config["IMAGE_DIR"] = os.path.join(app.instance_path, "images")
+    from arena import criteria
+
+    criteria.configure(app)
 
 
 def configure_proxies(app: Flask) -> None:

@@ -8,18 +8,6 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # SECRET_KEY signs cookies and CSRF tokens; PSEUDONYM_KEY keys the voter pseudonyms in exports
 # (a separate key, so rotating one never touches the other).
 SECRET_SETTINGS = ("SECRET_KEY", "PSEUDONYM_KEY")
-CRITERIA = ("preference", "coherence", "alignment")
-
-
-
-def check_criterion(criterion) -> str:
-    """``criterion`` if it is one of :data:`CRITERIA`; raises ``Invalid`` naming them."""
-    if criterion not in CRITERIA:
-        from arena.errors import Invalid
-
-        raise Invalid(f"criterion must be one of {', '.join(CRITERIA)}", field="criterion")
-    return criterion
-
 
 def N_(text: str) -> str:
     """Marks a string for translation where it is defined (``pybabel extract -k N_``); it is
@@ -38,14 +26,6 @@ LANGUAGES = {
     "zh": ("简体中文", "ltr"),
     "ar": ("العربية", "rtl"),
 }
-
-QUESTIONS = {
-    "preference": N_("Which image do you prefer?"),
-    "coherence": N_("Which image is more plausible to exist and has fewer odd or "
-                    "impossible-looking things?"),
-    "alignment": N_("Which image better reflects the caption above them?"),
-}
-
 
 class Defaults:
     # Database: None means SQLite (WAL) at <instance>/arena.sqlite3.
@@ -117,9 +97,12 @@ class Defaults:
     # fewer voters than this shows none of its figures: it could be one voter's own votes.
     PUBLIC_SLICE_MIN_VOTERS = 20
     # Votes faster than this (ms from the voter's previous action in the session, on the
-    # server's clock) are stored but do not count: nobody judges two images quicker.
-    MIN_VOTE_MS: ClassVar[dict[str, int]] = {"preference": 700, "coherence": 900,
-                                             "alignment": 700}
+    # server's clock) are stored but do not count: nobody judges two images quicker. None:
+    # each criterion's own (arena.criteria); a dict is the whole table (a criterion it does
+    # not name has no floor).
+    MIN_VOTE_MS: ClassVar[dict[str, int] | None] = None
+    # Criteria beyond the built-in three (arena.criteria): [{"name", "question", ...}]
+    EXTRA_CRITERIA: ClassVar[list] = []
     MAX_RESPONSE_MS = 30 * 60 * 1000
     # Alignment captions appear one word at a time, this many ms per word; the server
     # accepts "I have read it" only once the whole reveal could have been seen.

@@ -5,16 +5,17 @@ from __future__ import annotations
 import numpy as np
 from sqlalchemy import insert, select
 
-from arena.config import CRITERIA
+from arena import criteria as criteria_table
 from arena.extensions import db
 from arena.models import Comparison, GenModel, Image, utcnow
 from tests.factories import image_rows
 
 
-def grow_campaign(n_prompts: int, criteria=CRITERIA) -> int:
+def grow_campaign(n_prompts: int, criteria=None) -> int:
     """Add synthetic prompts with 4 models x 4 image rows each and all their comparisons
     (96 per prompt and criterion), with bulk inserts. Image rows have no files: matchmaking
     never reads pixels."""
+    criteria = criteria or criteria_table.names()
     models = db.session.scalars(select(GenModel)).all()
     prompt_ids = image_rows(f"synthetic-{n_prompts}", "benchmark",
                             [f"synthetic {i}" for i in range(n_prompts)], models[:4], 4)
@@ -53,7 +54,7 @@ def grow_gold(max_damaged: int = 400) -> dict[str, int]:
     db.session.execute(update(Comparison).where(Comparison.campaign_id.is_(None))
                        .values(campaign_id=campaign_id))
     made = {}
-    for criterion in CRITERIA:
+    for criterion in criteria_table.names():
         def count(gold: bool, c=criterion) -> int:
             return db.session.scalar(select(func.count()).select_from(Comparison).where(
                 Comparison.criterion == c, Comparison.is_validation.is_(gold)))

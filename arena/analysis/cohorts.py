@@ -26,9 +26,9 @@ from flask import current_app
 from scipy.special import ndtri
 from sqlalchemy import func, select, update
 
+from arena import criteria
 from arena.analysis import rollups, suspects
 from arena.analysis.tallies import Slice, models, vote_filter
-from arena.config import CRITERIA
 from arena.errors import NotFound
 from arena.extensions import db
 from arena.infra.database import write_transaction
@@ -56,7 +56,7 @@ def screen(before: datetime, period: timedelta) -> list[int]:
     back to waiting. Returns the reviews opened."""
     alpha = float(current_app.config["SCREEN_COHORT_ALPHA"])
     plans = []
-    for criterion in CRITERIA:
+    for criterion in criteria.names():
         found = _public_votes(criterion, before)
         if found is None:
             continue

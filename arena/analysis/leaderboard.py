@@ -16,6 +16,7 @@ import numpy as np
 from flask import current_app
 from sqlalchemy import select
 
+from arena import criteria
 from arena.analysis import methods, published, rollups, slices
 from arena.analysis.agreement import criterion_agreement, published_agreement
 from arena.analysis.reliability import WEIGHTS, weigh
@@ -28,7 +29,6 @@ from arena.analysis.tallies import (
     tally,
     vote_filter,
 )
-from arena.config import check_criterion
 from arena.extensions import db
 from arena.models import Comparison, EloRating, GenModel, Vote
 from arena.ranking import PairCounts, PairMoments, bootstrap, bradley_terry, instant_intervals
@@ -412,7 +412,7 @@ def rank_models(
         Unknown criterion, method, interval kind or cluster, or margins asked of Elo.
         MarginError for a bad margin.
     """
-    check_criterion(criterion)
+    criteria.check(criterion)
     slice_ = slice_ or Slice()
     chosen = _method(method)
     margins = tuple(margins) or (("continent",) if poststratify else ())
@@ -727,7 +727,7 @@ def elo_table(criterion: str) -> EloTable:
     first, replayed to the period's cut-off (:func:`arena.analysis.published.elo`). Models
     nobody has voted on are not listed: a model just registered (and perhaps not announced)
     is nobody else's business. Raises RankingError."""
-    check_criterion(criterion)
+    criteria.check(criterion)
     edition = published.elo()
     rows = [row for row in edition.ratings.get(criterion, []) if row[2] > 0]
     return EloTable(edition.as_of, [

@@ -31,7 +31,7 @@ from flask import current_app
 from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from arena.config import CRITERIA
+from arena import criteria
 from arena.extensions import db
 from arena.infra.database import retry_on_lock, write_transaction
 from arena.models import GenModel, PublishedFigures, utcnow
@@ -210,7 +210,7 @@ def elo() -> EloFigures:
 def _elo_ratings(payload: dict) -> dict[str, list[tuple[str, float, int, int]]]:
     return {criterion: [(str(name), float(rating), int(votes), int(wins))
                         for name, rating, votes, wins in payload[criterion]]
-            for criterion in CRITERIA}
+            for criterion in criteria.names()}
 
 
 def _elo_before(before: datetime) -> dict[str, list]:
@@ -223,7 +223,7 @@ def _elo_before(before: datetime) -> dict[str, list]:
     names = dict(db.session.execute(select(GenModel.id, GenModel.name)).all())
     since, last = _last_elo(before)
     ratings: dict[str, list] = {}
-    for criterion in CRITERIA:
+    for criterion in criteria.names():
         start = {m: last[criterion][name][1:] for m, name in names.items()
                  if name in last.get(criterion, {})}
         state = replayed(criterion, list(names), elo_params(), before=before, since=since,

@@ -40,10 +40,10 @@ from sqlalchemy import (
     union_all,
 )
 
+from arena import criteria
 from arena.analysis import published, slices
 from arena.analysis.rollup_state import State, sql_dialect, window
 from arena.analysis.tallies import Slice, vote_filter
-from arena.config import CRITERIA
 from arena.extensions import db
 from arena.infra.database import retry_on_lock, write_transaction
 from arena.models import (
@@ -176,7 +176,7 @@ def pending(now: datetime | None = None) -> int:
         select(RankingRollup.criterion, RankingRollup.through)).all())
     return sum(db.session.execute(select(func.count()).where(
         Vote.criterion == criterion, Vote.public_at >= marks.get(criterion, EPOCH),
-        Vote.public_at < target)).scalar() for criterion in CRITERIA)
+        Vote.public_at < target)).scalar() for criterion in criteria.names())
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ def refresh(now: datetime | None = None, batch: int = BATCH_VOTES,
     votes per transaction; ``progress(criterion, votes)`` after each."""
     target = published.cutoff(now)
     done = []
-    for criterion in CRITERIA:
+    for criterion in criteria.names():
         added = 0
         while True:
             step = retry_on_lock(lambda c=criterion: _advance(c, target, batch))
@@ -353,7 +353,7 @@ def comparison_votes(before: datetime, *among):
     parts = [select(Vote.comparison_id.label("comparison_id"), func.count().label("n"))
              .join(Comparison, Comparison.id == Vote.comparison_id)
              .where(Vote.flags == 0, *clauses, *among).group_by(Vote.comparison_id)
-             for criterion in CRITERIA for clauses in _not_rolled_up(criterion, before)]
+             for criterion in criteria.names() for clauses in _not_rolled_up(criterion, before)]
     parts.append(select(RollupComparison.comparison_id, RollupComparison.votes)
                  .join(Comparison, Comparison.id == RollupComparison.comparison_id)
                  .where(_usable(RollupComparison.criterion, before), *among))
@@ -402,7 +402,7 @@ def campaign_voters(campaign_id: int, before: datetime, waiting: bool = False):
     parts = [select(Vote.voter_id.label("voter_id"), *_answers())
              .join(Comparison, Comparison.id == Vote.comparison_id)
              .where(Comparison.campaign_id == campaign_id, *clauses).group_by(Vote.voter_id)
-             for criterion in CRITERIA
+             for criterion in criteria.names()
              for clauses in _not_rolled_up(criterion, before, waiting)]
     parts.append(select(RollupCampaignVoter.voter_id, RollupCampaignVoter.votes,
                         RollupCampaignVoter.gold, RollupCampaignVoter.failed)

@@ -24,9 +24,9 @@ from datetime import datetime, timedelta
 import numpy as np
 from sqlalchemy import and_, case, delete, func, or_, select
 
+from arena import criteria
 from arena.analysis.rollup_state import State, sql_dialect, window
 from arena.analysis.tallies import Slice, trusted_before, vote_filter
-from arena.config import CRITERIA
 from arena.extensions import db
 from arena.models import (
     Comparison,
@@ -173,7 +173,7 @@ def _touched(criterion: str, row: RankingRollup, end: datetime, last: int | None
     since = or_(and_(Vote.created_at >= row.through, Vote.created_at < end),
                 and_(Vote.id > row.last_vote_id, Vote.created_at < row.through))
     parts = [select(Vote.voter_id).where(*rolled),
-             select(Vote.voter_id).where(Vote.criterion.in_(CRITERIA),
+             select(Vote.voter_id).where(Vote.criterion.in_(criteria.names()),
                                          Vote.is_validation.is_(True), since),
              select(Voter.id).where(Voter.profile_at >= row.refreshed_at - CHANGED_MARGIN)]
     found = set()

@@ -15,9 +15,9 @@ import numpy as np
 from flask import current_app
 from sqlalchemy import case, func, select, update
 
+from arena import criteria
 from arena.analysis import rollups
 from arena.analysis.tallies import Slice, models, tally, vote_filter
-from arena.config import CRITERIA, check_criterion
 from arena.extensions import db
 from arena.infra import background
 from arena.infra.database import write_transaction
@@ -59,7 +59,7 @@ def suspects(criterion: str, slice_: Slice | None = None, alpha: float = 0.01,
     votes stamped before ``reference`` when it has some: a farm large enough to move the
     fit would hide in it, and make honest voters look partial against its model. Raises
     RankingError for an unknown criterion, ValueError for a bad ``alpha``."""
-    check_criterion(criterion)
+    criteria.check(criterion)
     ids, names = models()
     found = _per_voter(criterion, ids, slice_ or Slice())
     if found is None:
@@ -236,7 +236,7 @@ def screen(before: datetime) -> list[str]:
     # (the crowd as it stood a period earlier: what a farm of this period could not move)
     earlier = before - timedelta(seconds=float(current_app.config["PUBLISHED_PERIOD_S"]))
     reasons: dict[str, list[str]] = {}
-    for criterion in CRITERIA:
+    for criterion in criteria.names():
         for s in suspects(criterion, Slice(as_of=before), alpha, earlier):
             reasons.setdefault(s.public_id, []).append(f"{criterion}: {s.reason}")
     fresh = db.session.scalars(select(Voter.public_id).where(

@@ -14,11 +14,11 @@ from datetime import datetime
 import numpy as np
 from sqlalchemy import func, select
 
+from arena import criteria as criteria_table
 from arena.analysis import published, rollups
 from arena.campaigns import comparisons, gold
 from arena.campaigns.allocation import check_allocation
 from arena.catalog import images, presentation, prompts
-from arena.config import CRITERIA
 from arena.errors import Conflict, Invalid, NotFound
 from arena.extensions import db
 from arena.infra.database import at_most, one_or_not_found, refresh_statistics
@@ -63,12 +63,13 @@ def create_campaign(name: str, prompt_set: str, model_names: list[str],
     Raises Invalid (no name, unknown criteria or allocation, counts out of range), Conflict
     (the name is taken) or NotFound (the prompt set or a model)."""
     name = (name or "").strip()
-    criteria = list(criteria or CRITERIA)
+    known = criteria_table.names()
+    criteria = list(criteria or known)
     if not name:
         raise Invalid("a campaign needs a name", field="name")
-    unknown = [c for c in criteria if c not in CRITERIA]
+    unknown = [c for c in criteria if c not in known]
     if unknown or not criteria:
-        raise Invalid(f"criteria must be among {', '.join(CRITERIA)}", field="criteria")
+        raise Invalid(f"criteria must be among {', '.join(known)}", field="criteria")
     if not 1 <= images_per_model <= 16:
         raise Invalid("images per model must be between 1 and 16", field="images_per_model")
     if not 1 <= target_votes <= 10_000:
@@ -158,9 +159,9 @@ def add_gold_pair(campaign: Campaign, criterion: str, correct: bytes, wrong: byt
     Raises Invalid (bad criterion, prompt outside the set) or ImageRejected."""
     if criterion not in campaign.criteria_list:
         raise Invalid(f"{criterion} is not a criterion of {campaign.name}", field="criterion")
-    if criterion == "alignment" and prompt_id is None:
-        raise Invalid("an alignment gold pair needs the prompt it is judged against "
-                      "(--prompt-id)", field="prompt_id")
+    if criteria_table.get(criterion).caption and prompt_id is None:
+        raise Invalid(f"a gold pair of {criterion} needs the prompt whose caption it is "
+                      "judged against (--prompt-id)", field="prompt_id")
     if prompt_id is not None:
         prompt = db.session.get(Prompt, prompt_id) if -2**31 <= prompt_id < 2**31 else None
         if prompt is None or prompt.prompt_set_id != campaign.prompt_set_id:

@@ -7,14 +7,14 @@ from itertools import combinations
 
 from sqlalchemy import select
 
-from arena.config import CRITERIA, check_criterion
+from arena import criteria as criteria_table
 from arena.extensions import db
 from arena.models import Comparison, Image
 
 
 def build_comparisons(
     prompt_ids: list[int],
-    criteria=CRITERIA,
+    criteria=None,
     target_votes: int = 26,
     progress=None,
     *,
@@ -34,6 +34,7 @@ def build_comparisons(
     existing = set(db.session.execute(
         select(Comparison.criterion, Comparison.image_a_id, Comparison.image_b_id)
         .where(Comparison.prompt_id.in_(prompt_ids), Comparison.pool == pool)).all())
+    criteria = criteria or criteria_table.names()
     added = 0
     for prompt_id, items in images_by_prompt(prompt_ids, model_ids, images_per_model).items():
         for (ia, ma), (ib, mb) in combinations(sorted(items), 2):
@@ -76,7 +77,7 @@ def add_validation_pair(
 ) -> Comparison:
     """A hand-made gold pair with a known right answer (not committed). It wants as many
     votes as an ordinary pair, so matchmaking serves it no more often."""
-    check_criterion(criterion)
+    criteria_table.check(criterion)
     comparison = Comparison(
         criterion=criterion,
         prompt_id=prompt_id,

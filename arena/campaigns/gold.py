@@ -43,6 +43,7 @@ from flask import current_app
 from scipy.special import ndtri
 from sqlalchemy import func, or_, select, update
 
+from arena import criteria
 from arena.campaigns import comparisons
 from arena.catalog import images
 from arena.catalog.damage import damage
@@ -62,7 +63,10 @@ from arena.models import (
 )
 from arena.voting import matchmaking
 
-AUTO_KINDS = {"alignment": "swapped", "preference": "damaged", "coherence": "damaged"}
+
+def _kind(criterion: str) -> str:
+    """How ``criterion``'s automatic gold pairs are made (arena.criteria)."""
+    return criteria.get(criterion).gold
 
 
 def wanted(campaign: Campaign, criterion: str) -> int:
@@ -95,11 +99,11 @@ def top_up(campaign: Campaign, rng: np.random.Generator, damaged: bool = True,
     made = 0
     pool = _campaign_images(campaign)
     for criterion in campaign.criteria_list:
-        if AUTO_KINDS[criterion] == "damaged" and not damaged:
+        if _kind(criterion) == "damaged" and not damaged:
             continue
         have = _auto_gold(campaign.id, criterion)
         goal = wanted(campaign, criterion)
-        if AUTO_KINDS[criterion] == "damaged":
+        if _kind(criterion) == "damaged":
             goal = min(goal, int(current_app.config["GOLD_INITIAL_DAMAGED"]))
         for _ in range(max(0, goal - have)):
             made += make_pair(campaign, criterion, rng, pool=pool, fresh=fresh) is not None
@@ -142,7 +146,7 @@ def _wanted_in(check: matchmaking.GoldCheck | None, criterion: str) -> int | Non
     by it. (Swapped pairs are all made whenever ordinary ones are added, :func:`top_up`.)"""
     if check is None:  # (no ordinary pair left to this voter)
         return None
-    if AUTO_KINDS[criterion] != "damaged":
+    if _kind(criterion) != "damaged":
         return check.campaign_id if check.ahead else None
     have = _auto_gold(check.campaign_id, criterion)
     if have >= int(current_app.config["GOLD_MAX_DAMAGED"]):
@@ -201,7 +205,7 @@ def supply_goal(campaign: Campaign, criterion: str) -> int:
     """The gold pairs of ``criterion`` the campaign will want in all (:func:`wanted`), at
     most ``GOLD_MAX_DAMAGED`` damaged ones."""
     goal = wanted(campaign, criterion)
-    if AUTO_KINDS[criterion] == "damaged":
+    if _kind(criterion) == "damaged":
         goal = min(goal, int(current_app.config["GOLD_MAX_DAMAGED"]))
     return goal
 
@@ -310,7 +314,7 @@ def _plan(campaign_id: int, criterion: str, rng, exclude=frozenset()) -> dict:
     copy of it that can be reused or the source's stored name to render a copy from (see
     :func:`_render`). Reads only; {} for a swapped pair."""
     campaign = db.session.get(Campaign, campaign_id)
-    if campaign is None or AUTO_KINDS[criterion] != "damaged":
+    if campaign is None or _kind(criterion) != "damaged":
         return {}
     pool = _campaign_images(campaign)
     if len(pool) < 2:
@@ -333,18 +337,18 @@ def _render(plan: dict, rng) -> dict:
 
 
 def _at_cap(campaign_id: int, criterion: str) -> bool:
-    if AUTO_KINDS[criterion] != "damaged":
+    if _kind(criterion) != "damaged":
         return False
     return _auto_gold(campaign_id, criterion) >= int(current_app.config["GOLD_MAX_DAMAGED"])
 
 
 def _auto_gold(campaign_id: int, criterion: str, kind: str | None = None) -> int:
-    """The campaign's automatic gold pairs of ``criterion`` (of its kind, AUTO_KINDS, or
+    """The campaign's automatic gold pairs of ``criterion`` (of its kind, :func:`_kind`, or
     ``kind``): run after every gold answer at the cap, so a statement built once, a
     covering search of ix_comparison_campaign_gold that reads only the pairs it counts."""
     return db.session.execute(_auto_gold_count(), {
         "p_campaign": campaign_id, "p_criterion": criterion,
-        "p_kind": kind or AUTO_KINDS[criterion]}).scalar()
+        "p_kind": kind or _kind(criterion)}).scalar()
 
 
 def _gold_pairs(campaign_id: int, criterion: str) -> int:
@@ -374,8 +378,8 @@ def make_pair(campaign: Campaign, criterion: str, rng: np.random.Generator,
     if ready:
         return _pair_from(campaign, criterion, pool, ready)
     for _ in range(attempts):
-        if AUTO_KINDS[criterion] == "swapped":
-            pair = _swapped(campaign, pool, rng, fresh)
+        if _kind(criterion) == "swapped":
+            pair = _swapped(campaign, criterion, pool, rng, fresh)
         else:
             pair = _damaged(campaign, criterion, pool, rng)
         if pair is not None:
@@ -436,11 +440,12 @@ def _add(campaign: Campaign, criterion: str, right: int, wrong: int, prompt_id: 
     return pair
 
 
-def _swapped(campaign, pool, rng, fresh: Collection[int] = ()) -> Comparison | None:
-    """The caption of one image's prompt over it (one of ``fresh``, if given) and an image
-    of another prompt by another model: an ordinary pair never has two images of one model
-    (with four models, a quarter of swapped pairs had, for anyone who knows the models'
-    styles to spot)."""
+def _swapped(campaign, criterion: str, pool, rng, fresh: Collection[int] = ()
+             ) -> Comparison | None:
+    """A gold pair of ``criterion``: the caption of one image's prompt over it (one of
+    ``fresh``, if given) and an image of another prompt by another model: an ordinary pair
+    never has two images of one model (with four models, a quarter of swapped pairs had,
+    for anyone who knows the models' styles to spot)."""
     rights = [item for item in pool if item[0] in fresh] if fresh else pool
     if not rights:
         return None
@@ -449,9 +454,9 @@ def _swapped(campaign, pool, rng, fresh: Collection[int] = ()) -> Comparison | N
     if not others:
         return None
     wrong = others[int(rng.integers(len(others)))]
-    if _exists("alignment", right, wrong, campaign.pool):
+    if _exists(criterion, right, wrong, campaign.pool):
         return None
-    return _add(campaign, "alignment", right, wrong, prompt, "swapped")
+    return _add(campaign, criterion, right, wrong, prompt, "swapped")
 
 
 def _damage_plan(campaign, criterion, pool, rng, exclude=frozenset()

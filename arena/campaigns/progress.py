@@ -11,8 +11,8 @@ import numpy as np
 from sqlalchemy import case, func, literal, or_, select
 from sqlalchemy.orm import aliased
 
+from arena import criteria
 from arena.analysis import published, rollups
-from arena.config import CRITERIA
 from arena.extensions import db
 from arena.infra.database import at_most
 from arena.models import (
@@ -77,7 +77,7 @@ def take_public_figures() -> int:
 
     published.elo()
     summaries(public=True)
-    for criterion in CRITERIA:
+    for criterion in criteria.names():
         take_leads(criterion)
         take_agreement(criterion)
     listed = db.session.scalars(select(Campaign).where(Campaign.published_at.is_not(None)))
@@ -290,7 +290,7 @@ def _not_counted(campaign: Campaign, now: datetime) -> list[list]:
         columns += [func.count(case((flagged, 1))),
                     func.count(func.distinct(case((flagged, Vote.voter_id))))]
     row = db.session.execute(
-        select(*columns).where(Vote.criterion.in_(CRITERIA),
+        select(*columns).where(Vote.criterion.in_(criteria.names()),
                                Vote.is_validation.in_([False, True]), Vote.flags > 0,
                                Vote.created_at < now, _in_campaign(campaign))).one()
     return [[FLAG_NAMES[bit], row[2 * k], row[2 * k + 1]] for k, bit in enumerate(bits)
@@ -308,7 +308,7 @@ def _waiting(campaign: Campaign, now: datetime) -> list[list]:
             func.count(case((reviewed.is_(under), 1))),
             func.count(func.distinct(case((reviewed.is_(under), Vote.voter_id)))))])
         .join(Voter, Voter.id == Vote.voter_id)
-        .where(Vote.criterion.in_(CRITERIA), Vote.flags == 0, waits, Vote.created_at < now,
+        .where(Vote.criterion.in_(criteria.names()), Vote.flags == 0, waits, Vote.created_at < now,
                _in_campaign(campaign))).one()
     return [[why, row[2 * k], row[2 * k + 1]] for k, why in enumerate(("trust", "review"))
             if row[2 * k]]
@@ -319,7 +319,7 @@ def _rate(campaign: Campaign, now: datetime) -> float | None:
     vote of the day came later), or None without any."""
     count, first = db.session.execute(
         select(func.count(), func.min(Vote.created_at))
-        .where(_in_campaign(campaign), Vote.criterion.in_(CRITERIA),
+        .where(_in_campaign(campaign), Vote.criterion.in_(criteria.names()),
                Vote.created_at >= now - timedelta(hours=24), Vote.created_at < now)).one()
     if not count:
         return None

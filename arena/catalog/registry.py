@@ -7,8 +7,8 @@ from datetime import datetime
 
 from sqlalchemy import func, or_, select
 
+from arena import criteria
 from arena.analysis import published, rollups
-from arena.config import CRITERIA
 from arena.errors import Conflict, Invalid, NotFound
 from arena.extensions import db
 from arena.infra.database import one_or_not_found
@@ -87,7 +87,7 @@ def model_stats(model: GenModel) -> dict:
     held = db.session.scalar(select(func.count()).select_from(Image).where(
         Image.model_id == model.id, Image.quarantined.is_(True)))
     votes = published.figures("model", model.id, lambda before: [
-        _criterion_stats(model, c, before, published.elo()) for c in CRITERIA],
+        _criterion_stats(model, c, before, published.elo()) for c in criteria.names()],
         load=lambda rows: [{key: row[key] for key in STATS} for row in rows])
     return {"images": sum(n for _, _, n in per_prompt), "per_prompt": per_prompt,
             "held": held, "criteria": votes.payload, "votes_as_of": votes.as_of,

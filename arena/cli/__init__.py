@@ -84,10 +84,25 @@ class MigrationCommands(click.Group):
         info = (parent.find_object(ScriptInfo) if parent else None) or ScriptInfo()
         app = info.load_app()
         bind_migrations(app)
+        context = db.make_context(info_name, args, parent=parent, **extra)
         if args[:1] == ["upgrade"]:  # a new instance: the folder, then the secrets
             with app.app_context():
                 ensure_instance()
-        return db.make_context(info_name, args, parent=parent, **extra)
+            context.call_on_close(lambda: _rating_rows(app))
+        return context
+
+
+def _rating_rows(app: Flask) -> None:
+    """After ``arena db upgrade``: every model's rating rows, once the schema is current."""
+    from arena.infra.instance import check_schema
+    from arena.voting.votes import ensure_all_ratings
+
+    with app.app_context():
+        try:
+            check_schema()
+        except Unavailable:  # (the upgrade failed, or went to an older revision)
+            return
+        ensure_all_ratings()
 
 
 def register(app: Flask) -> None:

@@ -13,8 +13,8 @@ from arena.analysis import formats, methods
 
 
 @click.command("rank")
-@click.option("--criterion", type=click.Choice(["preference", "coherence", "alignment"]),
-              help="Criterion to rank (required unless --votes is given).")
+@click.option("--criterion", help="Criterion to rank: preference, coherence, alignment or "
+              "one of EXTRA_CRITERIA (required unless --votes is given).")
 @click.option("--votes", "votes_file", type=click.Path(exists=True, dir_okay=False,
               path_type=Path), help="Rank an external CSV, JSON lines or Parquet file of "
               "left,right,winner votes.")
@@ -205,8 +205,8 @@ def rollup_votes_command():
 
 
 @votes_group.command("suspects")
-@click.option("--criterion", type=click.Choice(["preference", "coherence", "alignment"]),
-              default="preference", show_default=True)
+@click.option("--criterion", default="preference", show_default=True,
+              help="preference, coherence, alignment or one of EXTRA_CRITERIA.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.01, show_default=True,
               help="Chance that a crowd voting as it likes has a model flagged.")

@@ -11,8 +11,8 @@ from arena.campaigns import allocation, campaigns, gold, panels
 from arena.campaigns.progress import progress
 
 
-def _names(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+def _names(text: str | None) -> list[str]:
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
 
 
 @click.group("campaign")
@@ -25,7 +25,8 @@ def campaign_group():
 @click.option("--prompt-set", required=True,
               help="DrawBench, PartiPrompts (imported on first use) or an imported set.")
 @click.option("--models", required=True, help="Comma-separated model names.")
-@click.option("--criteria", default="preference,coherence,alignment", show_default=True)
+@click.option("--criteria", help="Comma-separated criteria (default: every one, the built-in "
+              "preference, coherence and alignment and EXTRA_CRITERIA's).")
 @click.option("--images-per-model", default=4, show_default=True, type=int)
 @click.option("--target-votes", default=26, show_default=True, type=int)
 @click.option("--allocation", type=click.Choice(allocation.ALLOCATIONS), default="balanced",

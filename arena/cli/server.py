@@ -44,8 +44,10 @@ def demo_command(n_prompts, n_images, n_votes):
     import numpy as np
 
     from arena.campaigns import demo
+    from arena.voting.votes import ensure_all_ratings
 
     _wrote(upgrade_database())
+    ensure_all_ratings()  # (a criterion added to EXTRA_CRITERIA since the last start)
     if demo.demo_loaded():
         click.echo("Demo campaign already loaded.")
         return

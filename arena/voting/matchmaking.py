@@ -36,7 +36,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import joinedload
 
-from arena.config import CRITERIA, check_criterion
+from arena import criteria
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import fixed, param, retry_on_lock, write_transaction
@@ -105,7 +105,7 @@ def _candidates(criterion: str, validation: bool, walked: bool = True):
         Comparison.paused.is_(False),
         ~issued,
     )
-    if validation and criterion == "alignment":  # an alignment task always has a caption
+    if validation and criteria.get(criterion).caption:  # (its task always shows a caption)
         query = query.where(Comparison.prompt_id.is_not(None))
     return query
 
@@ -355,16 +355,18 @@ def _gold_check_query(criterion: str):
 def _criteria_state(voter_id: int, pool: int) -> tuple[list[str], str | None]:
     """The criteria with work left for this voter, and the criterion of their last session,
     in one statement (an EXISTS per criterion walks ix_comparison_queue)."""
-    row = db.session.execute(_criteria_query(), {"p_voter": voter_id, "p_pool": pool}).first()
-    return [c for c in CRITERIA if getattr(row, c)], row.last
+    names = criteria.names()
+    row = db.session.execute(_criteria_query(names), {"p_voter": voter_id,
+                                                      "p_pool": pool}).first()
+    return [c for c in names if getattr(row, c)], row.last
 
 
 @cache
-def _criteria_query():
+def _criteria_query(names: tuple[str, ...]):
     last = (select(VotingSession.criterion).where(VotingSession.voter_id == _VOTER)
             .order_by(VotingSession.id.desc()).limit(fixed(1)).scalar_subquery())
     return select(*(_candidates(c, validation=False).where(Comparison.level > fixed(STOPPED))
-                    .exists().label(c) for c in CRITERIA),
+                    .exists().label(c) for c in names),
                   last.label("last"))
 
 
@@ -434,12 +436,12 @@ def _issue_session(voter: Voter, rng: np.random.Generator, criterion: str | None
     Raises
     ------
     Invalid
-        If ``criterion`` is not one of the three criteria.
+        If ``criterion`` is not one of the app's criteria.
     NoTasksAvailable
         If the voter has answered everything there is.
     """
     if criterion is not None:
-        check_criterion(criterion)
+        criteria.check(criterion)
     voter_id, pool = voter.id, voter.pool or 0
     criterion = criterion or choose_criterion(voter, rng)
     cfg = current_app.config
@@ -478,14 +480,16 @@ def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
     made = None
     with write_transaction():
         if db.session.get_bind().dialect.name == "postgresql":
-            (combined,) = _issue_statements(combined=True, count=len(items))
+            (combined,) = _issue_statements(combined=True, count=len(items),
+                                            captioned=criteria.captioned())
             values.update(p_positions=list(range(len(items))),
                           p_lefts=[left for left, _ in sides],
                           p_rights=[right for _, right in sides], p_shown=shown)
             made = shown_from_rows(db.session.execute(combined, values).all())
             session_id = made.id
         else:
-            insert_session, count_issued, insert_tasks = _issue_statements(combined=False)
+            insert_session, count_issued, insert_tasks = _issue_statements(
+                combined=False, captioned=())
             session_id = db.session.execute(insert_session, values).lastrowid
             db.session.execute(count_issued, [{"p_id": comparison.id} for comparison in items])
             db.session.execute(insert_tasks, [
@@ -498,7 +502,7 @@ def _issue(voter_id: int, criterion: str, items: list, rng: np.random.Generator,
 
 
 @cache
-def _issue_statements(*, combined: bool, count: int = 0) -> tuple:
+def _issue_statements(*, combined: bool, captioned: tuple[str, ...], count: int = 0) -> tuple:
     """The session inserted, its comparisons counted issued once more, its tasks inserted.
     ``combined`` (PostgreSQL): one statement, the session, the count and the tasks as
     data-modifying WITH clauses, the tasks unnested from arrays, that returns the session
@@ -547,7 +551,7 @@ def _issue_statements(*, combined: bool, count: int = 0) -> tuple:
             .returning(task.id, task.position, task.comparison_id, task.left_image_id,
                        task.right_image_id, task.shown_at, task.read_confirmed_at,
                        task.answered_at).cte("made"))
-    return (shown_query(new_session, made).add_cte(counted),)
+    return (shown_query(new_session, made, captioned).add_cte(counted),)
 
 
 def _loaded_session(session_id: int) -> VotingSession:

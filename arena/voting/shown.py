@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from sqlalchemy import and_, case, select, true
 
+from arena import criteria
 from arena.extensions import db
 from arena.infra.database import param
 from arena.models import Comparison, Image, Prompt, Task, VotingSession
@@ -59,12 +60,14 @@ class ShownSession:
 def session(key: int | str) -> ShownSession | None:
     """The session whose id (``key`` an int) or public id (a str) is ``key``, or None."""
     by = "id" if isinstance(key, int) else "public_id"
-    return shown_from_rows(db.session.execute(_query(by), {"p_key": key}).all())
+    return shown_from_rows(db.session.execute(_query(by, criteria.captioned()),
+                                              {"p_key": key}).all())
 
 
 def session_of_task(task_id: int) -> ShownSession | None:
     """The session task ``task_id`` belongs to, or None."""
-    return shown_from_rows(db.session.execute(_query("task"), {"p_key": task_id}).all())
+    return shown_from_rows(db.session.execute(_query("task", criteria.captioned()),
+                                              {"p_key": task_id}).all())
 
 
 def shown_from_rows(rows: list) -> ShownSession | None:
@@ -84,16 +87,17 @@ def shown_from_rows(rows: list) -> ShownSession | None:
                         voter_id=first.voter_id, criterion=first.criterion, tasks=tasks)
 
 
-def caption_column(comparison, prompt):
+def caption_column(comparison, prompt, captioned: tuple[str, ...]):
     """The read gate's caption in SQL, as :func:`arena.voting.tasks.caption_of` decides it
-    for an ORM task: the prompt's text for an alignment comparison with a prompt, else NULL
-    (``comparison`` and ``prompt`` the columns of their tables, the prompt outer-joined)."""
-    return case((and_(comparison.criterion == "alignment", prompt.id.is_not(None)),
+    for an ORM task: the prompt's text for a comparison of a criterion in ``captioned`` with
+    a prompt, else NULL (``comparison`` and ``prompt`` the columns of their tables, the
+    prompt outer-joined)."""
+    return case((and_(comparison.criterion.in_(captioned), prompt.id.is_not(None)),
                  prompt.text))
 
 
 @cache
-def _query(by: str):
+def _query(by: str, captioned: tuple[str, ...]):
     """The session's tasks with their captions and image sizes, one row each, by position;
     ``by`` "id", "public_id" or "task" (the session of task ``p_key``)."""
     session, task = VotingSession.__table__.c, Task.__table__.c
@@ -103,18 +107,18 @@ def _query(by: str):
     else:
         where = session[by] == param("p_key", session[by])
     return _select(session, task, VotingSession.__table__.outerjoin(
-        Task.__table__, task.session_id == session.id)).where(where)
+        Task.__table__, task.session_id == session.id), captioned).where(where)
 
 
-def shown_query(new_session, made):
+def shown_query(new_session, made, captioned: tuple[str, ...]):
     """The rows of :func:`session`'s statement for a session being written, from the WITH
     clauses that write it: ``new_session`` returns the session's id, public id, voter and
     criterion, ``made`` its tasks' id, position, comparison_id, left_image_id,
     right_image_id, shown_at, read_confirmed_at and answered_at."""
-    return _select(new_session.c, made.c, made.join(new_session, true()))
+    return _select(new_session.c, made.c, made.join(new_session, true()), captioned)
 
 
-def _select(session, task, tasks_of_session):
+def _select(session, task, tasks_of_session, captioned: tuple[str, ...]):
     """The session's tasks with their captions and image sizes by position: ``session`` and
     ``task`` the columns of the session and its tasks, ``tasks_of_session`` both joined."""
     comparison, prompt = Comparison.__table__.c, Prompt.__table__.c
@@ -127,7 +131,7 @@ def _select(session, task, tasks_of_session):
     return (select(session.id.label("session_id"), session.public_id, session.voter_id,
                    session.criterion, task.id, task.position, task.shown_at,
                    task.read_confirmed_at, task.answered_at,
-                   caption_column(comparison, prompt).label("caption"),
+                   caption_column(comparison, prompt, captioned).label("caption"),
                    left.c.width.label("left_width"), left.c.height.label("left_height"),
                    right.c.width.label("right_width"), right.c.height.label("right_height"))
             .select_from(joined).order_by(task.position))

@@ -20,6 +20,7 @@ from functools import cache
 from flask import current_app
 from sqlalchemy import select, update
 
+from arena import criteria
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import param, retry_on_lock, write_transaction
@@ -55,7 +56,7 @@ def owned_task(voter: Voter, task_id: int):
     ------
     TaskNotFound, NotYourTask
     """
-    task = db.session.execute(_owned_query(), {"p_task": task_id}).first()
+    task = db.session.execute(_owned_query(criteria.captioned()), {"p_task": task_id}).first()
     if task is None:
         raise TaskNotFound(f"no task {task_id}")
     if task.voter_id != voter.id:
@@ -71,7 +72,7 @@ OwnedTask = namedtuple("OwnedTask", [
 
 
 @cache
-def _owned_query():
+def _owned_query(captioned: tuple[str, ...]):
     task, session = Task.__table__.c, VotingSession.__table__.c
     comparison, prompt = Comparison.__table__.c, Prompt.__table__.c
     left, right = Image.__table__.alias("left_image"), Image.__table__.alias("right_image")
@@ -81,7 +82,7 @@ def _owned_query():
                task.answered_at, task.skipped_at, comparison.id.label("comparison_id"),
                comparison.criterion, comparison.is_validation, comparison.correct_image_id,
                left.c.model_id.label("left_model_id"), right.c.model_id.label("right_model_id"),
-               shown.caption_column(comparison, prompt).label("caption"))
+               shown.caption_column(comparison, prompt, captioned).label("caption"))
     assert tuple(c.name for c in columns) == OwnedTask._fields
     return (select(*columns)
             .select_from(Task.__table__
@@ -172,11 +173,12 @@ def _first_time_statement(column: str):
 
 
 def caption_of(task: Task) -> str | None:
-    """The caption a voter must read before choosing: the prompt of an alignment task.
+    """The caption a voter must read before choosing: the prompt of a task of a criterion
+    that shows one (arena.criteria).
     (Through the task's relationships: free when the session was loaded with them. The
     same rule in SQL: :func:`arena.voting.shown.caption_column`.)"""
     comparison = task.comparison
-    if comparison.criterion != "alignment" or comparison.prompt is None:
+    if not criteria.get(comparison.criterion).caption or comparison.prompt is None:
         return None
     return comparison.prompt.text
 

@@ -19,7 +19,7 @@ from flask import current_app
 from sqlalchemy import case, func, insert, literal_column, select, update
 from sqlalchemy.exc import IntegrityError
 
-from arena.config import CRITERIA
+from arena import criteria
 from arena.errors import Conflict, Invalid
 from arena.extensions import db
 from arena.infra.database import at_least, at_most, param, retry_on_lock, write_transaction
@@ -106,9 +106,16 @@ def ensure_ratings(model_ids: list[int]) -> None:
         select(EloRating.criterion, EloRating.model_id).where(EloRating.model_id.in_(model_ids))
     ).all())
     for model_id in model_ids:
-        for criterion in CRITERIA:
+        for criterion in criteria.names():
             if (criterion, model_id) not in have:
                 db.session.add(EloRating(criterion=criterion, model_id=model_id, rating=initial))
+
+
+def ensure_all_ratings() -> None:
+    """Every model's rating row for every criterion, one added to ``EXTRA_CRITERIA`` too
+    (after ``arena db upgrade``). Commits."""
+    ensure_ratings(db.session.scalars(select(GenModel.id)).all())
+    db.session.commit()
 
 
 def _validate_payload(choice, response_ms) -> int | None:
@@ -196,7 +203,9 @@ def _server_ms(context, voter: Voter, now) -> int:
 
 
 def _floor_ms(criterion: str) -> int:
-    return int(current_app.config["MIN_VOTE_MS"].get(criterion, 0))
+    floors = current_app.config["MIN_VOTE_MS"]
+    return int(criteria.get(criterion).min_vote_ms if floors is None
+               else floors.get(criterion, 0))
 
 
 def _flags(criterion: str, server_ms: int, voter: Voter) -> int:
@@ -323,7 +332,7 @@ def _ratings_returned() -> tuple:
 def _returned_ratings(row) -> tuple[float, float]:
     """The winner's and the loser's rating from :func:`_ratings_returned`."""
     if row is None or None in tuple(row):
-        raise RuntimeError("rating rows missing; run `arena elo replay`")
+        raise RuntimeError("rating rows missing (a criterion added since?); run `arena db upgrade`")
     return row.arena_winner, row.arena_loser
 
 
@@ -337,7 +346,7 @@ def _locked_ratings(rows) -> dict[int, float]:
     model-id order, until commit)."""
     ratings = {row.model_id: row.rating for row in rows}
     if len(ratings) != 2:
-        raise RuntimeError("rating rows missing; run `arena elo replay`")
+        raise RuntimeError("rating rows missing (a criterion added since?); run `arena db upgrade`")
     return ratings
 
 
@@ -381,7 +390,7 @@ def replay(progress=None) -> dict[str, int]:
     with write_transaction():
         ensure_ratings(model_ids)
         db.session.flush()
-        counts = {c: _replay_criterion(c, model_ids, params, progress) for c in CRITERIA}
+        counts = {c: _replay_criterion(c, model_ids, params, progress) for c in criteria.names()}
         _replay_counters()
     log_replayed.send(None)
     return counts

@@ -12,10 +12,10 @@ from functools import wraps
 
 from flask import Blueprint, Response, redirect, render_template, request, session, url_for
 
+from arena import criteria
 from arena.accounts import signins, tokens
 from arena.analysis import cohorts, suspects
 from arena.campaigns import campaigns, gold
-from arena.config import CRITERIA
 from arena.errors import Invalid
 from arena.voting import image_reports
 from arena.web import limits
@@ -46,7 +46,7 @@ def _operator():
 
 def _page(error=None, notice=None, status=200):
     reported = [(item, reported_image_url(item)) for item in image_reports.queue()]
-    return render_template("admin/home.html", error=error, notice=notice, criteria=CRITERIA,
+    return render_template("admin/home.html", error=error, notice=notice, criteria=criteria.names(),
                            reported=reported, reasons=image_reports.REASONS,
                            held=suspects.held(), releasing=suspects.releasing(),
                            reviews=cohorts.reviews(open_only=True),

@@ -15,6 +15,7 @@ import numpy as np
 from flask import Blueprint, Response, jsonify, request, stream_with_context
 from flask_babel import gettext
 
+from arena import criteria
 from arena.accounts import owners, tokens
 from arena.analysis import exports, formats, methods, published
 from arena.analysis.leaderboard import (
@@ -26,7 +27,6 @@ from arena.analysis.leaderboard import (
 )
 from arena.analysis.tallies import CLUSTERS, slice_from_args, win_matrix
 from arena.catalog import ingest, prompts, registry
-from arena.config import QUESTIONS, check_criterion
 from arena.errors import Invalid
 from arena.extensions import csrf
 from arena.hype import reports, runs
@@ -142,7 +142,7 @@ def create_session():
     body = json_body(required=False)
     criterion = body.get("criterion")
     if criterion is not None:
-        check_criterion(criterion)
+        criteria.check(criterion)
     voter, new_token = voters.identify_by_token(bearer_token(), body.get("demographics"),
                                                  network=request_network())
     voter_id = voter.public_id  # (read before the session's commit expires it)
@@ -151,7 +151,7 @@ def create_session():
         "session_id": voting_session.public_id,
         "voter_id": voter_id,
         "criterion": voting_session.criterion,
-        "question": gettext(QUESTIONS[voting_session.criterion]),
+        "question": gettext(criteria.get(voting_session.criterion).question),
         "tasks": [api_task(t) for t in voting_session.tasks],
     }
     if new_token:
@@ -304,7 +304,7 @@ def leaderboard():
           application/vnd.apache.parquet:
             schema: {}
     """
-    criterion = check_criterion(request.args.get("criterion", "preference"))
+    criterion = criteria.check(request.args.get("criterion", "preference"))
     fmt = choice_arg("format", "json", tuple(formats.RANKING_DOWNLOADS))
     token = bearer_token()
     method = request.args.get("method", methods.DEFAULT)
@@ -378,7 +378,7 @@ def matrix():
             schema: {type: object, required: [criterion, models, wins]}
     """
     tokens.require_analyst(bearer_token())
-    criterion = check_criterion(request.args.get("criterion", "preference"))
+    criterion = criteria.check(request.args.get("criterion", "preference"))
     _, names, wins = win_matrix(criterion, slice_from_args(request.args))
     return jsonify(criterion=criterion, models=names, wins=wins.astype(int).tolist())
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from flask import Blueprint, current_app, render_template, request
 from flask_babel import gettext
 
+from arena import criteria
 from arena.analysis.leaderboard import rank_models
 from arena.analysis.tallies import slice_from_args
 from arena.catalog.prompts import categories
-from arena.config import CRITERIA, QUESTIONS
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS
 from arena.web.charts import heatmap, interval_chart
 from arena.web.errors import renders_errors
@@ -23,13 +23,14 @@ bp = Blueprint("board", __name__)
 
 def _criterion() -> str:
     criterion = request.args.get("criterion", "preference")
-    return criterion if criterion in CRITERIA else "preference"
+    return criterion if criterion in criteria.table() else "preference"
 
 
 def _render(ranking, error: str | None = None, status: int = 200):
     criterion = _criterion()
     context = {
-        "criterion": criterion, "criteria": CRITERIA, "question": gettext(QUESTIONS[criterion]),
+        "criterion": criterion, "criteria": criteria.names(),
+        "question": gettext(criteria.get(criterion).question),
         "ranking": ranking, "error": error, "args": request.args,
         "chart": interval_chart(ranking) if ranking else None,
         "heat": heatmap(ranking) if ranking else None,

@@ -17,12 +17,13 @@ from apispec import APISpec
 from apispec.yaml_utils import load_yaml_from_docstring
 from flask import current_app
 
+from arena import criteria
 from arena.analysis import formats
 from arena.analysis.leaderboard import INTERVALS, METHODS
 from arena.analysis.methods import DEFAULT as DEFAULT_METHOD
 from arena.analysis.reliability import WEIGHTS
 from arena.analysis.tallies import CLUSTERS
-from arena.config import CRITERIA, LANGUAGES
+from arena.config import LANGUAGES
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
 from arena.web.requests import DB_INT_MAX
 
@@ -103,12 +104,12 @@ def _schemas() -> dict:
         "Health": {"type": "object", "required": ["status"],
                    "properties": {"status": {"enum": ["ok", "alive", "ready"]}}},
         "SessionRequest": {"type": "object", "properties": {
-            "criterion": {"enum": list(CRITERIA)}, "demographics": demographics}},
+            "criterion": {"enum": list(criteria.names())}, "demographics": demographics}},
         "Session": {"type": "object",
                     "required": ["session_id", "voter_id", "criterion", "question", "tasks"],
                     "properties": {"session_id": {"type": "string"},
                                    "voter_id": {"type": "string"},
-                                   "criterion": {"enum": list(CRITERIA)},
+                                   "criterion": {"enum": list(criteria.names())},
                                    "question": {"type": "string"},
                                    "tasks": {"type": "array", "items": task},
                                    "voter_token": {"type": "string"}}},
@@ -140,7 +141,7 @@ def _query_parameters() -> dict:
 
     date = {"type": "string", "format": "date"}
     return {
-        "criterion": enum(CRITERIA),
+        "criterion": enum(criteria.names()),
         "seed": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
         "method": {**enum(METHODS), "default": DEFAULT_METHOD},
         "intervals": enum(INTERVALS), "cluster": enum(CLUSTERS),

@@ -8,8 +8,8 @@ from __future__ import annotations
 from flask import current_app
 from flask_babel import gettext
 
+from arena import criteria
 from arena.catalog.presentation import name_for, task_image_name, task_sizes, zoom_size
-from arena.config import QUESTIONS
 from arena.voting.shown import ShownTask
 from arena.voting.tasks import reveal_ms
 from arena.web.images import image_url, image_urls
@@ -28,7 +28,7 @@ def task_view(task: ShownTask, external: bool = False) -> dict:
         "position": task.position + 1,
         "total": task.total,
         "criterion": criterion,
-        "question": gettext(QUESTIONS[criterion]),
+        "question": gettext(criteria.get(criterion).question),
         "prompt": caption,
         "reveal_ms": reveal_ms(caption),
         "word_ms": int(current_app.config["REVEAL_WORD_MS"]),

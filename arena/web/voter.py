@@ -12,8 +12,8 @@ import numpy as np
 from flask import Blueprint, current_app, redirect, render_template, request, session, url_for
 from flask_babel import gettext, lazy_gettext
 
+from arena import criteria
 from arena.campaigns import panels
-from arena.config import CRITERIA
 from arena.voting import image_reports, matchmaking, tasks, voters, votes
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
 from arena.web import i18n, limits
@@ -67,7 +67,7 @@ def _render_landing(exc=None, status: int = 200):
         "voter/index.html", error=message, answers=answers,
         age_groups=AGE_GROUPS, genders=GENDERS, continents=CONTINENTS,
         countries=i18n.country_names(countries().values()),
-        returning=voter is not None, criterion=wanted if wanted in CRITERIA else None)
+        returning=voter is not None, criterion=wanted if wanted in criteria.names() else None)
     return html, status
 
 

@@ -1,6 +1,6 @@
 // Arena voter page behaviour. Plain forms work without this file; it adds:
 // - Continue stays disabled until an image is chosen, and the response time is measured;
-// - alignment captions are revealed one word at a time before the voter may confirm having
+// - captions are revealed one word at a time before the voter may confirm having
 //   read them (the server keeps the images disabled until it accepts that confirmation);
 // - each image is named as it is placed: top and bottom when stacked, left and right side
 //   by side;

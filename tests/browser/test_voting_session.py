@@ -5,7 +5,7 @@ from playwright.sync_api import expect
 from sqlalchemy import delete, select
 from sqlalchemy.exc import OperationalError
 
-from arena.config import QUESTIONS
+from arena.criteria import BUILT_IN
 from arena.extensions import db
 from arena.models import Comparison, Task, Vote
 from tests.browser.conftest import PHONE
@@ -48,7 +48,8 @@ def test_session_of_three_tasks(app, only, live_server, phone, criterion):
     phone.goto(live_server + "/")
     phone.get_by_role("button", name="Start").tap()
     phone.wait_for_url("**/s/*")
-    assert phone.locator("h1.question").inner_text() == QUESTIONS[criterion]
+    question = next(c.question for c in BUILT_IN if c.name == criterion)
+    assert phone.locator("h1.question").inner_text() == question
     first_url = phone.url
     for position, side in zip((1, 2, 3), ("left", "right", "left"), strict=True):
         answer_task(phone, position, side)

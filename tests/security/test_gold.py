@@ -12,6 +12,7 @@ from flask import current_app
 from PIL import Image as PILImage
 from sqlalchemy import func, select, update
 
+from arena import criteria
 from arena.campaigns import allocation, campaigns, gold
 from arena.catalog import images, ingest, presentation
 from arena.errors import Invalid
@@ -492,7 +493,7 @@ def test_a_new_gold_copy_is_rendered_before_the_write_lock(live, ctx):
 
 def _auto_gold(criterion: str) -> int:
     return db.session.scalar(select(func.count()).select_from(Comparison).where(
-        Comparison.criterion == criterion, Comparison.gold_kind == gold.AUTO_KINDS[criterion]))
+        Comparison.criterion == criterion, Comparison.gold_kind == criteria.get(criterion).gold))
 
 
 def test_the_whole_gold_supply_can_be_made_ahead(live, ctx):

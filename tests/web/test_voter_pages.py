@@ -90,8 +90,8 @@ def test_task_page_shows_question_and_opaque_images_only(client, web_campaign, a
     assert "model-" not in html
     with app.app_context():
         session = db.session.scalar(select(VotingSession))
-        from arena.config import QUESTIONS
-        assert QUESTIONS[session.criterion] in html.replace("&#39;", "'")
+        from arena import criteria
+        assert criteria.get(session.criterion).question in html.replace("&#39;", "'")
 
 
 def alignment_page(client, app):
