@@ -416,14 +416,7 @@ def rank_models(
     slice_ = slice_ or Slice()
     chosen = _method(method)
     margins = tuple(margins) or (("continent",) if poststratify else ())
-    if margins and not chosen.margins:
-        raise RankingError(f"post-stratification does not apply to {chosen.title}")
-    if weights is not None:
-        if weights not in WEIGHTS:
-            raise RankingError(f"weights must be one of {', '.join(WEIGHTS)}", field="weights")
-        if not chosen.weights or margins or cluster not in ("voter", TWO_WAY) or public:
-            raise RankingError("voters' weights apply to Bradley-Terry without margins, "
-                               "with intervals that resample voters", field="weights")
+    _check_asks(chosen, margins, weights, cluster, public)
     if public:
         edition = published.elo()
         slice_ = slice_.published_at(edition.as_of)
@@ -436,47 +429,23 @@ def rank_models(
     found = (None if weights is not None or not chosen.rollups
              else _rolled_up(criterion, slice_, cluster, margins, intervals, rounds))
     if found is not None:
-        rolled, sides = found
-        if public and slice_.active() and _too_few_voters(rolled, cluster):
-            return _withheld(criterion, method, slice_)
-        ranking = rank_counts(
-            rolled.names, rolled.counts, rounds=rounds, rng=rng, intervals=intervals,
-            cluster=cluster, online_elo=elo_now, criterion=criterion, include_idle=include_idle)
-        ranking.slice, ranking.as_of = _described(slice_), slice_.as_of
-        if sides is not None:  # (a rolled-up slice: its agreement from the same reading)
-            ranking.agreement = agreement(sides)
-        elif public:
-            ranking.agreement = published_agreement(criterion, slice_.as_of)
-        else:
-            ranking.agreement = criterion_agreement(criterion, slice_)
-        if public and not slice_.active():
-            _published_leads(criterion, ranking)
-        return ranking
-    if weights is not None:
-        counted = weigh(tally(criterion, slice_, cluster="voter"), slice_.as_of, weights)
+        counted, sides = found
+    elif weights is not None:
+        counted, sides = weigh(tally(criterion, slice_, cluster="voter"), slice_.as_of,
+                               weights), None
         if cluster == TWO_WAY:
             counted.flags.append("weighted: intervals cluster by voter only (the weights are "
                                  "the voters')")
             cluster = "voter"
     else:
-        counted = tally(criterion, slice_, cluster=cluster, margins=margins)
+        counted, sides = tally(criterion, slice_, cluster=cluster, margins=margins), None
     if public and slice_.active() and _too_few_voters(counted, cluster):
         return _withheld(criterion, method, slice_)
-    if chosen.name == "elo":
-        ranking = _rank_elo_votes(criterion, slice_, counted, cluster, rounds, rng, elo_now,
-                                  include_idle)
-    elif chosen.name == "openskill":
-        winners, losers, _ = _vote_log(criterion, slice_, counted, "none")
-        ranking = rank_openskill(counted.names, winners, losers, criterion=criterion,
-                                 include_idle=include_idle)
-    else:
-        ranking = rank_counts(counted.names, counted.counts, rounds=rounds, rng=rng,
-                              intervals=intervals, cluster=cluster,
-                              calibration=counted.calibration, online_elo=elo_now,
-                              criterion=criterion, include_idle=include_idle,
-                              # (refits per request: analysts' only; it counts voters as
-                              # whole votes, which weighted voters are not)
-                              certify=not public and weights is None)
+    ranking = FITS[chosen.name](Fit(
+        criterion, slice_, counted, cluster, rounds, rng, intervals, elo_now, include_idle,
+        # (from the log it refits per request: analysts' only; it counts voters as whole
+        # votes, which weighted voters are not)
+        certify=found is not None or (not public and weights is None)))
     ranking.flags = counted.flags + ranking.flags
     ranking.slice = _described(slice_)
     if weights is not None:
@@ -484,10 +453,76 @@ def rank_models(
     if counted.margins:
         ranking.slice["reweighted"] = "; ".join(m.describe() for m in counted.margins)
     ranking.as_of = slice_.as_of
-    ranking.agreement = (published_agreement(criterion, slice_.as_of)
-                         if public and not slice_.active()
-                         else criterion_agreement(criterion, slice_))
+    if sides is not None:  # (a rolled-up slice: its agreement from the same reading)
+        ranking.agreement = agreement(sides)
+    elif public and not slice_.active():
+        ranking.agreement = published_agreement(criterion, slice_.as_of)
+    else:
+        ranking.agreement = criterion_agreement(criterion, slice_)
+    if public and not slice_.active() and found is not None:
+        _published_leads(criterion, ranking)
     return ranking
+
+
+def _check_asks(chosen: methods.Method, margins, weights, cluster, public) -> None:
+    """What ``chosen`` cannot do, refused (RankingError)."""
+    if margins and not chosen.margins:
+        raise RankingError(f"post-stratification does not apply to {chosen.title}")
+    if weights is not None:
+        if weights not in WEIGHTS:
+            raise RankingError(f"weights must be one of {', '.join(WEIGHTS)}", field="weights")
+        if not chosen.weights or margins or cluster not in ("voter", TWO_WAY) or public:
+            raise RankingError("voters' weights apply to Bradley-Terry without margins, "
+                               "with intervals that resample voters", field="weights")
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What each method's adapter (:data:`FITS`) is given: the counted votes of
+    ``criterion`` in ``slice_`` and how to rank them; each returns a :class:`Ranking`."""
+
+    criterion: str
+    slice_: Slice
+    counted: Tally
+    cluster: str
+    rounds: int
+    rng: np.random.Generator | None
+    intervals: str
+    elo_now: dict[str, float]
+    include_idle: bool
+    certify: bool
+
+
+def _fit_bt(fit: Fit) -> Ranking:
+    counted = fit.counted
+    return rank_counts(counted.names, counted.counts, rounds=fit.rounds, rng=fit.rng,
+                       intervals=fit.intervals, cluster=fit.cluster,
+                       calibration=counted.calibration, online_elo=fit.elo_now,
+                       criterion=fit.criterion, include_idle=fit.include_idle,
+                       certify=fit.certify)
+
+
+def _fit_elo(fit: Fit) -> Ranking:
+    """Elo over the sliced votes in id order (public ones in the order they began to count),
+    with bootstrap intervals by ``cluster`` (for voter+prompt, the two-way covariance of
+    :func:`arena.ranking.elo.elo_bootstrap`)."""
+    from arena.voting.votes import elo_params
+
+    winners, losers, units = _vote_log(fit.criterion, fit.slice_, fit.counted, fit.cluster)
+    online = fit.elo_now if not fit.slice_.active() else None
+    return rank_elo(fit.counted.names, winners, losers, units=units, rounds=fit.rounds,
+                    rng=fit.rng, params=elo_params(), online=online, criterion=fit.criterion,
+                    cluster=fit.cluster, include_idle=fit.include_idle)
+
+
+def _fit_openskill(fit: Fit) -> Ranking:
+    winners, losers, _ = _vote_log(fit.criterion, fit.slice_, fit.counted, "none")
+    return rank_openskill(fit.counted.names, winners, losers, criterion=fit.criterion,
+                          include_idle=fit.include_idle)
+
+
+# each method's adapter, by the name of its row in arena.analysis.methods
+FITS = {"bt": _fit_bt, "elo": _fit_elo, "openskill": _fit_openskill}
 
 
 def _method(name: str) -> methods.Method:
@@ -546,20 +581,6 @@ def _withheld(criterion: str, method: str, slice_: Slice) -> Ranking:
 def _described(slice_: Slice) -> dict:
     return {k: (v.isoformat() if isinstance(v, datetime) else v)
             for k, v in slice_.active().items()}
-
-
-def _rank_elo_votes(criterion, slice_, counted: Tally, cluster, rounds, rng, elo_now,
-                    include_idle) -> Ranking:
-    """Elo over the sliced votes in id order (public ones in the order they began to count),
-    with bootstrap intervals by ``cluster`` (for
-    voter+prompt, the two-way covariance of :func:`arena.ranking.elo.elo_bootstrap`)."""
-    from arena.voting.votes import elo_params
-
-    winners, losers, units = _vote_log(criterion, slice_, counted, cluster)
-    online = elo_now if not slice_.active() else None
-    return rank_elo(counted.names, winners, losers, units=units, rounds=rounds, rng=rng,
-                    params=elo_params(), online=online, criterion=criterion,
-                    cluster=cluster, include_idle=include_idle)
 
 
 def _vote_log(criterion, slice_, counted: Tally, cluster):

@@ -98,3 +98,27 @@ def test_only_an_order_dependent_method_hears_the_votes_order(tmp_path, method):
         assert moved > 1e-6
     else:
         assert moved < 1e-6
+
+
+def test_every_method_in_the_table_has_its_adapter():
+    from arena.analysis.leaderboard import FITS
+
+    assert set(FITS) == set(methods.METHODS)
+
+
+@pytest.mark.parametrize("method", FILE_METHODS)
+def test_every_method_ranks_the_databases_votes(method, app):
+    from arena.analysis.leaderboard import rank_models
+    from tests.factories import answer, make_campaign, start
+
+    app.config["VALIDATION_RATE"] = 0.0
+    make_campaign()
+    for seed in range(4):
+        voter, session = start(seed=seed)
+        for task in session.tasks:
+            answer(voter, task, "left")
+    ranking = rank_models("preference", method=method, rounds=20, intervals="instant",
+                          include_idle=False, rng=np.random.default_rng(0))
+    assert ranking.method == method and ranking.total_votes == 12
+    assert ranking.models and all(np.isfinite(m.rating) for m in ranking.models)
+    assert [m.rank for m in ranking.models] == list(range(1, len(ranking.models) + 1))
