@@ -27,8 +27,10 @@ def _resource_dir(name: str) -> str:
     return str(inside if inside.is_dir() else PACKAGE_DIR.parent / name)
 
 
-def create_app(config: dict | None = None) -> Flask:
-    """Build the application. ``config`` overrides every other source (tests use it)."""
+def create_app(config: dict | None = None, *, web: bool = True) -> Flask:
+    """Build the application. ``config`` overrides every other source (tests use it).
+    ``web=False``: the services without a page (no views, forms, limits or headers), for a
+    command that serves nothing (``arena rank`` starts in about half the time)."""
     app = Flask(
         __name__,
         instance_relative_config=True,
@@ -37,16 +39,18 @@ def create_app(config: dict | None = None) -> Flask:
         static_folder=_resource_dir("static"),
     )
     configure_app(app, config)
-    configure_proxies(app)
     configure_extensions(app)
-    configure_input_guards(app)
-    configure_blueprints(app)
-    configure_templates(app)
-    configure_security_headers(app)
-    configure_errorhandlers(app)
+    if web:
+        configure_proxies(app)
+        configure_web_extensions(app)
+        configure_input_guards(app)
+        configure_blueprints(app)
+        configure_templates(app)
+        configure_security_headers(app)
+        configure_errorhandlers(app)
+        configure_server_timing(app)
     configure_events()
     configure_cli(app)
-    configure_server_timing(app)
     return app
 
 
@@ -141,25 +145,30 @@ def configure_proxies(app: Flask) -> None:
 
 
 def configure_extensions(app: Flask) -> None:
-    from arena.extensions import compress, csrf, db
+    """What every service needs: the database, the work after a response, the image store."""
+    from arena.extensions import db
     from arena.infra import database, deferred  # (database also registers SQLite's hooks)
     from arena.infra.storage import open_storage
-    from arena.web import limits
 
     db.init_app(app)
     with app.app_context():
         database.keep_prepared_on_rollback(db.engine)  # (PostgreSQL: keep what it prepared)
-    csrf.init_app(app)
-    limits.init_app(app)
     deferred.init_app(app)  # (work a database outage stopped, run again after later responses)
-    compress.init_app(app)  # HTML, CSS, JS, JSON; never images (their bytes are the blinding)
-    from arena.web import i18n
-
-    i18n.init_app(app)  # the voter's language (Flask-Babel) and the switcher
-    app.after_request(_static_read_whole)  # (runs before Flask-Compress's: registered after)
     # (a bucket's client is made on first use: no I/O here)
     app.extensions["arena_storage"] = open_storage(app.config["STORAGE_URL"],
                                                    app.config["IMAGE_DIR"])
+
+
+def configure_web_extensions(app: Flask) -> None:
+    """What pages need: forms' CSRF tokens, rate limits, compression, languages."""
+    from arena.extensions import compress, csrf
+    from arena.web import i18n, limits
+
+    csrf.init_app(app)
+    limits.init_app(app)
+    compress.init_app(app)  # HTML, CSS, JS, JSON; never images (their bytes are the blinding)
+    i18n.init_app(app)  # the voter's language (Flask-Babel) and the switcher
+    app.after_request(_static_read_whole)  # (runs before Flask-Compress's: registered after)
 
 
 def _static_read_whole(response):
@@ -235,17 +244,12 @@ def configure_errorhandlers(app: Flask) -> None:
 
 
 def configure_events() -> None:
-    """Reactions across features: a model's new image adds its pairs to live campaigns,
-    matchmaking short of gold pairs gets one made from a campaign's images, and a replay of
-    the vote log has the public pages take their figures afresh."""
-    from arena.analysis import published
-    from arena.campaigns import campaigns, gold
-    from arena.catalog import ingest
-    from arena.voting import matchmaking, votes
+    """Reactions across features (:mod:`arena.events`): a model's new image adds its pairs
+    to live campaigns, matchmaking short of gold pairs gets one made from a campaign's
+    images, and a replay of the vote log has the public pages take their figures afresh."""
+    from arena import events
 
-    ingest.image_added.connect(campaigns.on_new_image)
-    matchmaking.gold_wanted.connect(gold.on_gold_wanted)
-    votes.log_replayed.connect(published.forget)
+    events.connect()
 
 
 def configure_cli(app: Flask) -> None:

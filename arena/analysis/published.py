@@ -142,7 +142,7 @@ def stored(kind: str, key: int, now: datetime | None = None) -> Published | None
 def forget(_sender=None, **_details) -> None:
     """Drop every stored figure: the next request of each page takes them afresh (after a
     replay, an import or a restore that rewrote the votes, and in tests; wired to
-    :data:`arena.voting.votes.log_replayed` in create_app)."""
+    :data:`arena.events.log_replayed`)."""
     with write_transaction():
         db.session.execute(delete(PublishedFigures))
 

@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
-from blinker import Namespace
 from flask import current_app
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
+from arena import events
 from arena.catalog import images
 from arena.errors import ArenaError, Conflict, Invalid, NotFound, Rejected
 from arena.extensions import db
@@ -39,7 +39,6 @@ NOT_PROCESSED = ("not processed: this upload used its {:g} s; send this file aga
                  "already stored are recognised as such)")
 # Sent (model_id=, prompt_id=) when a model's new image is flushed, inside its transaction:
 # the campaigns feature adds the pairs it makes possible (wired in create_app).
-image_added = Namespace().signal("image-added")
 ManifestError = TableError  # an unusable manifest or archive; the message names the line
 
 
@@ -183,7 +182,7 @@ def _add(model: GenModel, prompt_id: int, prepared: images.Prepared, filename: s
     try:
         db.session.flush()
         if not row.quarantined:
-            image_added.send(model, model_id=model.id, prompt_id=prompt_id)
+            events.image_added.send(model, model_id=model.id, prompt_id=prompt_id)
         db.session.commit()
     except IntegrityError:
         # the same bytes arrived in a concurrent request and won the unique hash

@@ -12,7 +12,7 @@ import functools
 
 import click
 from flask import Flask
-from flask.cli import FlaskGroup
+from flask.cli import FlaskGroup, ScriptInfo
 
 from arena.errors import (
     ArenaError,
@@ -76,7 +76,6 @@ class MigrationCommands(click.Group):
     when a ``db`` command is run (its context is the real group's)."""
 
     def make_context(self, info_name, args, parent=None, **extra) -> click.Context:
-        from flask.cli import ScriptInfo
         from flask_migrate.cli import db
 
         from arena.infra.instance import bind_migrations, ensure_instance
@@ -115,10 +114,15 @@ def register(app: Flask) -> None:
     app.cli.add_command(MigrationCommands("db", help=COMMAND_SUMMARIES["db"]))
 
 
-def _make_app():
+def _make_app(web: bool = True):
     from arena import create_app
 
-    return create_app()
+    return create_app(web=web)
+
+
+# the commands that need the app's pages (Flask's own); every other builds the app without
+# them (`arena serve` makes its servers' apps itself)
+WEB_COMMANDS = ("routes", "run", "shell")
 
 
 # What ``arena --help`` lists, so that listing needs neither the app nor the command modules
@@ -155,6 +159,14 @@ class ArenaGroup(FlaskGroup):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMAND_SUMMARIES)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        """The command ``name``, from an app built with its pages only for
+        :data:`WEB_COMMANDS` (the views import SciPy, pyarrow and every form: a second)."""
+        info = ctx.ensure_object(ScriptInfo)
+        if info.create_app is _make_app:
+            info.create_app = functools.partial(_make_app, web=name in WEB_COMMANDS)
+        return super().get_command(ctx, name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         limit = formatter.width - 6 - max(len(name) for name in COMMAND_SUMMARIES)

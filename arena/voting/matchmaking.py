@@ -16,7 +16,6 @@ from functools import cache, partial
 from typing import NamedTuple, TypeVar
 
 import numpy as np
-from blinker import Namespace
 from flask import current_app
 from sqlalchemy import (
     Integer,
@@ -59,7 +58,6 @@ from arena.voting.shown import session as shown_session
 # due a new one for their next session (gold_check) and makes it (wired in create_app). Made
 # per answered gold vote, never per session issued: sessions opened and left unanswered
 # make nothing.
-gold_wanted = Namespace().signal("gold-wanted")
 T = TypeVar("T")
 
 

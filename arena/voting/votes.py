@@ -14,12 +14,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cache
 
-from blinker import Namespace
 from flask import current_app
 from sqlalchemy import case, func, insert, literal_column, select, update
 from sqlalchemy.exc import IntegrityError
 
-from arena import criteria
+from arena import criteria, events
 from arena.errors import Conflict, Invalid
 from arena.extensions import db
 from arena.infra.database import at_least, at_most, param, retry_on_lock, write_transaction
@@ -36,7 +35,7 @@ from arena.models import (
 )
 from arena.ranking.elo import EloParams, elo_update
 from arena.voting import flags as vote_flags
-from arena.voting import matchmaking, pacing, trust
+from arena.voting import pacing, trust
 from arena.voting.tasks import NotYourTask, ReadNotConfirmed, TaskNotFound, owned_task
 
 __all__ = ["InvalidVote", "NotYourTask", "TaskNotFound", "VoteResult", "cast_vote",
@@ -170,7 +169,7 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
         db.session.rollback()
         return VoteResult(accepted=False, session_id=context.session_public_id, duplicate=True)
     if ballot.is_validation:
-        matchmaking.gold_wanted.send(None, voter_id=ballot.voter_id,
+        events.gold_wanted.send(None, voter_id=ballot.voter_id,
                                      criterion=ballot.criterion, pool=pool)
     return VoteResult(accepted=True, session_id=context.session_public_id,
                       validation_failed=ballot.correct is False)
@@ -377,13 +376,12 @@ def _trust_columns(correct: bool, earns: bool = False) -> tuple:
 
 
 # sent after a replay rewrote the derived numbers (the public pages take theirs afresh)
-log_replayed = Namespace().signal("log-replayed")
 
 
 def replay(progress=None) -> dict[str, int]:
     """Rebuild online Elo and per-comparison counters from the vote log, in vote-id order,
     with the same update function and the same rule as the live path (flagged votes do not
-    count); commits, then sends :data:`log_replayed`. Returns votes replayed per
+    count); commits, then sends :data:`arena.events.log_replayed`. Returns votes replayed per
     criterion."""
     params = elo_params()
     model_ids = list(db.session.scalars(select(GenModel.id)))
@@ -392,7 +390,7 @@ def replay(progress=None) -> dict[str, int]:
         db.session.flush()
         counts = {c: _replay_criterion(c, model_ids, params, progress) for c in criteria.names()}
         _replay_counters()
-    log_replayed.send(None)
+    events.log_replayed.send(None)
     return counts
 
 
