@@ -30,7 +30,7 @@ from arena.analysis.tallies import (
     vote_filter,
 )
 from arena.extensions import db
-from arena.models import Comparison, EloRating, GenModel, Vote
+from arena.models import Campaign, Comparison, EloRating, GenModel, Vote
 from arena.ranking import PairCounts, PairMoments, bootstrap, bradley_terry, instant_intervals
 from arena.ranking.agreement import Agreement, agreement
 from arena.ranking.robustness import flips
@@ -415,6 +415,9 @@ def rank_models(
     criteria.check(criterion)
     slice_ = slice_ or Slice()
     chosen = _method(method)
+    if slice_.campaign is not None:
+        _check_campaign(slice_.campaign)
+        include_idle = False  # (the other campaigns' models have no votes here)
     margins = tuple(margins) or (("continent",) if poststratify else ())
     _check_asks(chosen, margins, weights, cluster, public)
     if public:
@@ -462,6 +465,11 @@ def rank_models(
     if public and not slice_.active() and found is not None:
         _published_leads(criterion, ranking)
     return ranking
+
+
+def _check_campaign(name: str) -> None:
+    if db.session.scalar(select(Campaign.id).where(Campaign.name == name)) is None:
+        raise RankingError(f"no campaign named {name!r}", field="campaign")
 
 
 def _check_asks(chosen: methods.Method, margins, weights, cluster, public) -> None:

@@ -21,7 +21,7 @@ from arena.analysis import margins as margin_rules
 from arena.config import LANGUAGES
 from arena.errors import Invalid
 from arena.extensions import db
-from arena.models import Comparison, GenModel, Prompt, Vote, Voter
+from arena.models import Campaign, Comparison, GenModel, Prompt, Vote, Voter
 from arena.ranking import Calibration, PairCounts
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
 
@@ -37,11 +37,13 @@ class RankingError(Invalid):
 class Slice:
     """Which votes count. Every field is optional; None means no restriction.
 
-    ``trusted_only`` keeps voters who answered at least one validation pair and never
-    failed one. ``include_flagged`` counts the votes that do not count by default (too
-    fast, or cast by a voter who had failed gold pairs: see :mod:`arena.voting.flags`).
+    ``campaign``: the votes on one campaign's pairs (by its name). ``trusted_only`` keeps
+    voters who answered at least one validation pair and never failed one.
+    ``include_flagged`` counts the votes that do not count by default (too fast, or cast by
+    a voter who had failed gold pairs: see :mod:`arena.voting.flags`).
     """
 
+    campaign: str | None = None
     age_group: str | None = None
     gender: str | None = None
     continent: str | None = None
@@ -92,8 +94,8 @@ def _whole_day(moment: datetime | None, later: bool = False) -> datetime | None:
     return day + timedelta(days=1) if later and day != moment else day
 
 
-SLICE_ARGS = ("age_group", "gender", "continent", "country", "category", "language", "since",
-              "until", "trusted_only", "include_flagged")
+SLICE_ARGS = ("campaign", "age_group", "gender", "continent", "country", "category", "language",
+              "since", "until", "trusted_only", "include_flagged")
 FLAG_ARGS = ("trusted_only", "include_flagged")
 
 
@@ -138,8 +140,11 @@ def vote_filter(criterion: str, slice_: Slice, join_voter: bool = False,
             query = query.where(Voter.validations_passed > 0, Voter.validations_failed == 0)
         elif slice_.trusted_only:
             query = query.where(Voter.id.in_(trusted_before(slice_.as_of)))
-    if slice_.category is not None or join_prompt:
+    if slice_.category is not None or slice_.campaign is not None or join_prompt:
         query = query.join(Comparison, Comparison.id == Vote.comparison_id)
+    if slice_.campaign is not None:
+        query = query.where(Comparison.campaign_id == select(Campaign.id).where(
+            Campaign.name == slice_.campaign).scalar_subquery())
     if slice_.category is not None:
         query = (query.join(Prompt, Prompt.id == Comparison.prompt_id)
                  .where(Prompt.category == slice_.category))

@@ -50,6 +50,7 @@ from arena.analysis import formats, methods
               show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="Write to this file (required for parquet).")
+@click.option("--campaign", help="Only the votes on this campaign's pairs (its models alone).")
 @click.option("--age-group")
 @click.option("--gender")
 @click.option("--continent")

@@ -279,6 +279,7 @@ def leaderboard():
       - bootstrap
       - intervals
       - cluster
+      - campaign
       - age_group
       - gender
       - continent

@@ -12,6 +12,7 @@ from flask_babel import gettext
 from arena import criteria
 from arena.analysis.leaderboard import rank_models
 from arena.analysis.tallies import slice_from_args
+from arena.campaigns.campaigns import summaries
 from arena.catalog.prompts import categories
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS
 from arena.web.charts import heatmap, interval_chart
@@ -36,6 +37,7 @@ def _render(ranking, error: str | None = None, status: int = 200):
         "heat": heatmap(ranking) if ranking else None,
         "continents": CONTINENTS, "age_groups": AGE_GROUPS, "genders": GENDERS,
         "categories": categories(),
+        "campaigns": [c.name for c in summaries(public=True)],
     }
     html = render_template("analyst/_board.html" if is_htmx() else "analyst/leaderboard.html",
                            **context)

@@ -33,9 +33,9 @@ RULE_ARGUMENT = re.compile(r"<(?:(\w+)(?:\([^)]*\))?:)?(\w+)>")
 CONVERTER_SCHEMAS = {"int": {"type": "integer", "minimum": 0, "maximum": DB_INT_MAX}}
 ANSWERS = ["left", "right"]
 # the slice of the votes an analyst ranks (arena.analysis.tallies.Slice)
-SLICE_PARAMETERS = ("age_group", "gender", "continent", "country", "language", "category",
-                    "since", "until", "trusted_only", "include_flagged", "poststratify",
-                    "margin")
+SLICE_PARAMETERS = ("campaign", "age_group", "gender", "continent", "country", "language",
+                    "category", "since", "until", "trusted_only", "include_flagged",
+                    "poststratify", "margin")
 
 
 def spec() -> dict:
@@ -150,6 +150,7 @@ def _query_parameters() -> dict:
         "age_group": enum(AGE_GROUPS), "gender": enum(GENDERS),
         "continent": enum(CONTINENTS), "country": enum(sorted(countries())),
         "language": enum(LANGUAGES), "category": {"type": "string"},
+        "campaign": {"type": "string"},
         "since": date, "until": date,
         **{name: enum(("true", "false"))
            for name in ("trusted_only", "include_flagged", "poststratify", "live")},
