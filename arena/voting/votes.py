@@ -52,10 +52,17 @@ class TaskSkipped(Conflict):
 
 @dataclass(frozen=True)
 class VoteResult:
+    """``uncounted``: why an accepted vote does not count in any ranking ("too_fast",
+    "distrusted"; empty when it counts). A held voter is not told (the screen's verdict is
+    the operator's to share), nor is a gold pair told apart: it says what an ordinary vote
+    would. (Whether it waits for the voter's trust is not said either: the vote after which
+    it stops waiting would name the gold answer that earned it.)"""
+
     accepted: bool
     session_id: str  # public id of the task's session, for the next card
     duplicate: bool = False
     validation_failed: bool = False
+    uncounted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,15 +171,17 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
                      language=language)
     pool = voter.pool or 0  # (read before the commit expires the voter)
     try:
-        retry_on_lock(lambda: _record(ballot, elo_params(), stamp_now=now is None))
+        flags = retry_on_lock(
+            lambda: _record(ballot, elo_params(), stamp_now=now is None))
     except IntegrityError:  # the unique task_id: a concurrent request recorded it first
         db.session.rollback()
         return VoteResult(accepted=False, session_id=context.session_public_id, duplicate=True)
     if ballot.is_validation:
         events.gold_wanted.send(None, voter_id=ballot.voter_id,
                                      criterion=ballot.criterion, pool=pool)
+    told = vote_flags.names(flags & (vote_flags.TOO_FAST | vote_flags.DISTRUSTED))
     return VoteResult(accepted=True, session_id=context.session_public_id,
-                      validation_failed=ballot.correct is False)
+                      validation_failed=ballot.correct is False, uncounted=tuple(told))
 
 
 def _ballot(context, voter: Voter, choice: str, response_ms: int | None, now) -> Ballot:
@@ -219,7 +228,8 @@ def _flags(criterion: str, server_ms: int, voter: Voter) -> int:
     return flags
 
 
-def _record(ballot: Ballot, params: EloParams, *, stamp_now: bool = False) -> None:
+def _record(ballot: Ballot, params: EloParams, *, stamp_now: bool = False
+            ) -> int:
     """One write transaction: the voter's turn (the pacing floor, decided under the voter's
     row lock, with the trust change of a gold answer), the rating pair locked, then the vote
     inserted, the task marked answered, the comparison's counter and the two ratings moved
@@ -232,7 +242,7 @@ def _record(ballot: Ballot, params: EloParams, *, stamp_now: bool = False) -> No
     pacing's time, ``ballot.at``): it commits within milliseconds of its stamp, which the
     public pages' cut-off counts on (arena.analysis.published.SETTLED), and the votes that
     move one rating are stamped in the order they moved it, so a replay to any cut-off
-    takes them in the live Elo's order."""
+    takes them in the live Elo's order. Returns the vote's flags."""
     with write_transaction():
         also, trust_step = _trust_change(ballot.correct, ballot.earns)
         floor = _floor_ms(ballot.criterion)
@@ -265,6 +275,7 @@ def _record(ballot: Ballot, params: EloParams, *, stamp_now: bool = False) -> No
             db.session.execute(statement, values)
         if ballot.earns and not ballot.reviewed:  # (once in a voter's life)
             trust.admit(ballot.voter_id, values["v_created_at"])
+    return ballot.flags
 
 
 _VOTE_COLUMNS = ("task_id", "voter_id", "comparison_id", "criterion", "choice",

@@ -238,7 +238,7 @@ def vote(task_id: int):
         description: recorded
         content:
           application/json:
-            schema: {type: object, required: [accepted, validation_failed]}
+            schema: {type: object, required: [accepted, validation_failed, counted, uncounted]}
       "200":
         description: this task was answered before; nothing changed
         content:
@@ -251,7 +251,8 @@ def vote(task_id: int):
                              language=i18n.current_language())
     if result.duplicate:
         return jsonify(accepted=False, duplicate=True), 200
-    return jsonify(accepted=True, validation_failed=result.validation_failed), 201
+    return jsonify(accepted=True, validation_failed=result.validation_failed,
+                   counted=not result.uncounted, uncounted=list(result.uncounted)), 201
 
 
 # --- Analysts -----------------------------------------------------------------------------

@@ -376,3 +376,27 @@ def test_the_api_task_is_the_pages_view_cut_to_its_fields(client, web_campaign, 
             for side in ("left", "right"):
                 expected[side] = {"url": view[side]["url"], "urls": view[side]["urls"]}
             assert api_task(task) == expected
+
+
+def test_a_vote_that_does_not_count_says_why_and_a_held_voter_is_not_told(client, web_campaign,
+                                                                           app):
+    from arena.analysis import suspects
+
+    app.config.update(VALIDATION_RATE=0.0, MIN_VOTE_MS={"preference": 60_000})
+    body = new_session(client, {"criterion": "preference"}).json
+    headers = auth(body["voter_token"])
+    fast = client.post(f"/api/v1/tasks/{body['tasks'][0]['task_id']}/vote",
+                       json={"choice": "left"}, headers=headers).json
+    assert fast["counted"] is False and fast["uncounted"] == ["too_fast"]
+    app.config["MIN_VOTE_MS"] = {"preference": 0}
+    slow = client.post(f"/api/v1/tasks/{body['tasks'][1]['task_id']}/vote",
+                       json={"choice": "left"}, headers=headers).json
+    assert slow["counted"] is True and slow["uncounted"] == []
+    with app.app_context():
+        suspects.hold([db.session.scalar(select(Voter.public_id))])
+    held = client.post(f"/api/v1/tasks/{body['tasks'][2]['task_id']}/vote",
+                       json={"choice": "left"}, headers=headers).json
+    assert held["counted"] is True and held["uncounted"] == []  # (the screen's, not told)
+    with app.app_context():
+        assert db.session.scalar(select(Vote.flags).where(Vote.task_id == body["tasks"][2][
+            "task_id"])) != 0
