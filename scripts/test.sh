@@ -29,7 +29,15 @@ fi
 workers=$(( 2 * $(nproc 2>/dev/null || echo 1) ))
 # one thread of linear algebra per worker: the workers fill the cores already
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+# (the serial part and the floor run even when the first part failed: one run tells all)
+parallel=0
 .venv/bin/python -m pytest -n "$workers" --dist worksteal -m "not serial" --cov --cov-report= \
-  --durations=15
-exec .venv/bin/python -m pytest -m serial --cov --cov-append --cov-fail-under=93 \
-  --durations=15
+  --durations=15 || parallel=$?
+serial=0
+.venv/bin/python -m pytest -m serial --cov --cov-append --cov-fail-under=93 \
+  --durations=15 || serial=$?
+if [ "$parallel" -ne 0 ]; then
+  echo "the parallel part failed (exit $parallel): see above" >&2
+  exit "$parallel"
+fi
+exit "$serial"

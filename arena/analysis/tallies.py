@@ -68,11 +68,13 @@ class Slice:
         ]
         for name, value, allowed in checks:
             if value is not None and value not in allowed:
-                raise RankingError(f"{name} must be one of {', '.join(allowed)}")
+                raise RankingError(f"{name} must be one of {', '.join(allowed)}, not {value!r}",
+                                   field=name)
         if self.country is not None and self.country not in countries():
-            raise RankingError(f"unknown ISO 3166 alpha-2 country {self.country!r}")
+            raise RankingError(f"unknown ISO 3166 alpha-2 country {self.country!r}",
+                               field="country")
         if self.since and self.until and self.since >= self.until:
-            raise RankingError("since must be before until")
+            raise RankingError("since must be before until", field="since")
 
     def active(self) -> dict:
         return {k: v for k, v in asdict(self).items()
@@ -110,7 +112,8 @@ def slice_from_args(args) -> Slice:
             try:
                 values[name] = datetime.fromisoformat(raw).replace(tzinfo=None)
             except ValueError as exc:
-                raise RankingError(f"{name}: use a date like 2026-11-01 (ISO format)") from exc
+                raise RankingError(f"{name}: use a date like 2026-11-01 (ISO format), not "
+                                   f"{raw!r}", field=name) from exc
         elif name in FLAG_ARGS:
             values[name] = raw.lower() in ("1", "true", "yes", "on")
         else:

@@ -74,6 +74,10 @@ def prompt_set(name: str) -> PromptSet:
         return found
     if name in SHIPPED_SETS:
         return import_prompts(shipped_prompt_file(SHIPPED_SETS[name]), name=name)
+    known = [*SHIPPED_SETS, *db.session.scalars(select(PromptSet.name))]
+    alike = [k for k in dict.fromkeys(known) if k.casefold() == str(name).casefold()]
+    if alike:  # (only the capitals differ: the name is exact)
+        raise NotFound(f"no prompt set {name!r}; did you mean {alike[0]!r}?")
     raise NotFound(f"no prompt set {name!r} (import it: arena import-prompts FILE)")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 
@@ -21,6 +22,13 @@ from benchmarks.agreement import population, study
 
 counts_st = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), min_size=2,
                      max_size=30).filter(lambda rows: sum(a + b >= 2 for a, b in rows) >= 2)
+
+
+
+def alike(a, b) -> bool:
+    """Two agreements alike to the last bits a database's order of summing moves."""
+    return (a is None) == (b is None) and (a is None or asdict(a) == pytest.approx(
+        asdict(b), rel=1e-12, abs=1e-15))
 
 
 @settings(max_examples=150, deadline=None)
@@ -104,17 +112,17 @@ def test_the_rollup_gives_the_logs_counts_and_every_ranking_carries_them(any_app
         assert ordered(rollups.comparison_sides("preference")) == ordered(
             log[log.sum(axis=1) > 0])
         whole = criterion_agreement("preference")
-        assert whole == agreement(log)
+        assert alike(whole, agreement(log))
         english = Slice(language="en")  # (a slice: read from the log)
-        assert criterion_agreement("preference", english) == agreement(
-            sides("preference", english))
+        assert alike(criterion_agreement("preference", english),
+                     agreement(sides("preference", english)))
         assert sides("preference", english).sum() < log.sum()
         # the public board: the figures the timer took for the period, none before it ran
         assert rank_models("preference", intervals="instant", public=True).agreement is None
         take_public_figures()
         ranking = rank_models("preference", intervals="instant", public=True)
-        assert ranking.agreement == criterion_agreement(
-            "preference", Slice(as_of=ranking.as_of)) and ranking.agreement.votes > 0
+        assert alike(ranking.agreement, criterion_agreement(
+            "preference", Slice(as_of=ranking.as_of))) and ranking.agreement.votes > 0
         # ... and every export of it: the same figures on each row of a file, a line of the table
         import csv
         import io

@@ -56,3 +56,14 @@ def test_duplicate_set_name_is_refused(ctx):
     import_prompts(shipped_prompt_file("DrawBench.csv"))
     with pytest.raises(Conflict, match="already exists"):
         import_prompts(shipped_prompt_file("DrawBench.csv"))
+
+
+def test_a_set_named_with_other_capitals_is_pointed_to_not_imported(ctx):
+    from arena.catalog.prompts import prompt_set
+    from arena.errors import NotFound
+
+    with pytest.raises(NotFound, match="did you mean 'DrawBench'"):
+        prompt_set("drawbench")
+    with pytest.raises(NotFound, match="import it"):
+        prompt_set("NoSuchSet")
+    assert db.session.scalar(select(func.count()).select_from(Prompt)) == 0

@@ -400,3 +400,15 @@ def test_a_vote_that_does_not_count_says_why_and_a_held_voter_is_not_told(client
     with app.app_context():
         assert db.session.scalar(select(Vote.flags).where(Vote.task_id == body["tasks"][2][
             "task_id"])) != 0
+
+
+@pytest.mark.parametrize("query, field", [
+    ("continent=XX", "continent"), ("age_group=old", "age_group"), ("country=ZZ", "country"),
+    ("since=yesterday", "since"), ("language=xx", "language"), ("campaign=nope", "campaign"),
+    ("since=2026-02-01&until=2026-01-01", "since")])
+def test_a_bad_leaderboard_filter_is_named_with_its_value(client, query, field):
+    refused = client.get(f"/api/v1/leaderboard?{query}")
+    assert refused.status_code == 400 and refused.json["field"] == field, refused.json
+    value = query.split("=")[1].split("&")[0]
+    assert value in refused.json["error"] or (field == "since" and "before" in refused.json[
+        "error"])
