@@ -246,6 +246,7 @@ def test_on_every_interface_it_prints_the_lan_address_a_phone_opens_and_its_qr(i
     finally:
         out = stop(process)
     lines = out.splitlines()
+    assert sum("Serving on" in line for line in lines) == 1, out  # (each log line once)
     start = lines.index("Open Arena on a phone on this network (or scan the code):")
     url = lines[start + 1].strip()
     assert url.startswith("http://") and not url.startswith("http://127."), out
