@@ -249,7 +249,30 @@ def configure_events() -> None:
     images, and a replay of the vote log has the public pages take their figures afresh."""
     from arena import events
 
-    events.connect()
+    # (blinker keeps one connection of each function: a second app connects nothing more)
+    events.image_added.connect(_on_new_image)
+    events.gold_wanted.connect(_on_gold_wanted)
+    events.log_replayed.connect(_on_log_replayed)
+
+
+# each receiver's module imported when its signal first fires: a command that fires none
+# (`arena rank`) imports none of them
+def _on_new_image(sender, **details) -> None:
+    from arena.campaigns import campaigns
+
+    campaigns.on_new_image(sender, **details)
+
+
+def _on_gold_wanted(sender, **details) -> None:
+    from arena.campaigns import gold
+
+    gold.on_gold_wanted(sender, **details)
+
+
+def _on_log_replayed(sender, **details) -> None:
+    from arena.analysis import published
+
+    published.forget(sender, **details)
 
 
 def configure_cli(app: Flask) -> None:
