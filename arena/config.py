@@ -96,6 +96,9 @@ class Defaults:
     # A slice of the public leaderboard (a country, a language, an age group, a day) with
     # fewer voters than this shows none of its figures: it could be one voter's own votes.
     PUBLIC_SLICE_MIN_VOTERS = 20
+    # A voter sees their own ranking of a criterion's models once this many of their votes
+    # on it count (arena.analysis.own)
+    OWN_RANKING_MIN_VOTES = 30
     # Votes faster than this (ms from the voter's previous action in the session, on the
     # server's clock) are stored but do not count: nobody judges two images quicker. None:
     # each criterion's own (arena.criteria); a dict is the whole table (a criterion it does

@@ -25,6 +25,7 @@ from arena.analysis.leaderboard import (
     elo_table,
     rank_models,
 )
+from arena.analysis.own import own_ranking
 from arena.analysis.tallies import CLUSTERS, slice_from_args, win_matrix
 from arena.catalog import ingest, prompts, registry
 from arena.errors import Invalid
@@ -253,6 +254,30 @@ def vote(task_id: int):
         return jsonify(accepted=False, duplicate=True), 200
     return jsonify(accepted=True, validation_failed=result.validation_failed,
                    counted=not result.uncounted, uncounted=list(result.uncounted)), 201
+
+
+@bp.get("/me/leaderboard")
+def own_leaderboard():
+    """The voter's own ranking of a criterion's models (``?criterion=``), beside the crowd's
+    public one, from their votes before the period's cut-off, once OWN_RANKING_MIN_VOTES of
+    them count (until then ``models`` is empty and ``votes`` says how many do).
+    ---
+    security: [{voterToken: []}]
+    parameters: [criterion]
+    responses:
+      "200":
+        description: the voter's ranking
+        content:
+          application/json:
+            schema: {type: object, required: [criterion, votes, needed, as_of, models]}
+    """
+    voter = voters.required(request_voter())
+    ranking = own_ranking(voter.id, request.args.get("criterion", "preference"))
+    return jsonify(criterion=ranking.criterion, votes=ranking.votes, needed=ranking.needed,
+                   as_of=ranking.as_of.isoformat(),
+                   models=[{"rank": r.rank, "model": r.model, "rating": round(r.rating, 1),
+                            "votes": r.votes, "wins": r.wins, "crowd_rank": r.crowd_rank}
+                           for r in ranking.models])
 
 
 # --- Analysts -----------------------------------------------------------------------------
