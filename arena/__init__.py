@@ -30,7 +30,7 @@ def _resource_dir(name: str) -> str:
 def create_app(config: dict | None = None, *, web: bool = True) -> Flask:
     """Build the application. ``config`` overrides every other source (tests use it).
     ``web=False``: the services without a page (no views, forms, limits or headers), for a
-    command that serves nothing (``arena rank`` starts in about half the time)."""
+    command that serves nothing."""
     app = Flask(
         __name__,
         instance_relative_config=True,

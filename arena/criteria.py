@@ -24,8 +24,9 @@ GOLD_KINDS = ("damaged", "swapped")
 class Criterion:
     """``question``: what the voter is asked (translated where the catalogue has it);
     ``min_vote_ms``: the least time from the last action to a vote that is not flagged too
-    fast (the default of ``MIN_VOTE_MS``); ``gold``: its automatic gold pairs, "damaged"
-    (a generation against a damaged copy of itself, or a pair the crowd has settled) or
+    fast (unless ``MIN_VOTE_MS`` gives the whole table); ``gold``: its automatic gold
+    pairs, "damaged" (a generation against a damaged copy of itself, or a pair the crowd
+    has settled) or
     "swapped" (an image against another prompt's, under this one's caption); ``caption``:
     its tasks show the prompt, revealed word by word and confirmed read, before the images
     can be chosen."""

@@ -162,7 +162,7 @@ class ArenaGroup(FlaskGroup):
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         """The command ``name``, from an app built with its pages only for
-        :data:`WEB_COMMANDS` (the views import SciPy, pyarrow and every form: a second)."""
+        :data:`WEB_COMMANDS` (a command that serves nothing imports no view or form)."""
         info = ctx.ensure_object(ScriptInfo)
         if info.create_app is _make_app:
             info.create_app = functools.partial(_make_app, web=name in WEB_COMMANDS)
