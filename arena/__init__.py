@@ -145,15 +145,15 @@ def configure_proxies(app: Flask) -> None:
 
 
 def configure_extensions(app: Flask) -> None:
-    """What every service needs: the database, the work after a response, the image store."""
+    """What every service needs: the database, the job queue, the image store."""
     from arena.extensions import db
-    from arena.infra import database, deferred  # (database also registers SQLite's hooks)
+    from arena.infra import database, jobs  # (database also registers SQLite's hooks)
     from arena.infra.storage import open_storage
 
     db.init_app(app)
     with app.app_context():
         database.keep_prepared_on_rollback(db.engine)  # (PostgreSQL: keep what it prepared)
-    deferred.init_app(app)  # (work a database outage stopped, run again after later responses)
+    jobs.init_app(app)  # (the job queue: work in the background, and after an outage)
     # (a bucket's client is made on first use: no I/O here)
     app.extensions["arena_storage"] = open_storage(app.config["STORAGE_URL"],
                                                    app.config["IMAGE_DIR"])

@@ -140,6 +140,15 @@ class Defaults:
     RATELIMIT_ENABLED = True  # arena.web.limits
     RATELIMIT_HEADERS_ENABLED = True
     RATELIMIT_KEY_PREFIX = ""  # before every counter's key (several apps on one Redis)
+    # The job queue (arena.infra.jobs): None, a SQLite file <instance>/jobs.sqlite3 that the
+    # embedded server's own worker reads; redis://... or postgresql://... for several servers
+    JOBS_URL = None
+    JOBS_NAME = "arena"  # the queue's name in its store (several sites on one Redis)
+    # "embedded": the embedded server (`arena serve`) runs a job worker beside the app;
+    # "external": an `arena worker` of its own takes them, as beside gunicorn
+    JOBS_WORKER = "embedded"
+    JOBS_THREADS = 1  # the worker's threads (gold fills, releases, the tick: few at a time)
+    TICK_EVERY_MIN = 5  # the worker runs the period's tick so often; 0: not (a timer does)
     # Redis (or memcached) down: count in each process's memory meanwhile, with a warning in
     # the log, and go back to the shared store on its own when it answers again
     RATELIMIT_IN_MEMORY_FALLBACK_ENABLED = True

@@ -261,7 +261,8 @@ def deployed(folder: Path, s3_server: str):
                           aws_secret_access_key="testing", region_name="us-east-1")
     bucket = Bucket(f"arena-{secrets.token_hex(6)}", "arena", client)
     shared = {**s3_env(s3_server), "ARENA_STORAGE_URL": bucket.url,
-              "ARENA_RATELIMIT_STORAGE_URI": REDIS_URL, "ARENA_RATELIMIT_KEY_PREFIX": prefix}
+              "ARENA_RATELIMIT_STORAGE_URI": REDIS_URL, "ARENA_RATELIMIT_KEY_PREFIX": prefix,
+              "ARENA_JOBS_URL": REDIS_URL, "ARENA_JOBS_NAME": prefix}
     command_env = _environment(folder / "release", url, shared)
     ports = [free_port(), free_port()]
     envs = [_environment(folder / f"server-{i}", url, shared)

@@ -6,6 +6,7 @@ server (moto's) for the image store in a bucket."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -43,6 +44,8 @@ def app_config(tmp_path, **overrides) -> dict:
         "PRESENT_SIZES": (96, 192),
         "HYPE_PRESENT_SIZE": 192,
         "DEMO_IMAGE_SIZE": 256,
+        # the job worker's own schedule of the period's tick: tests run the tick themselves
+        "TICK_EVERY_MIN": 0,
         **overrides,
     }
 
@@ -90,6 +93,23 @@ def make_app(tmp_path, sqlite_template):
 @pytest.fixture
 def app(make_app):
     return make_app()
+
+
+@contextlib.contextmanager
+def job_worker_of(app):
+    """The job worker ``arena serve`` runs beside ``app`` (huey's consumer, in this process),
+    taking the jobs of its queue until the block ends."""
+    worker = app.extensions["arena_jobs"].start_embedded()
+    try:
+        yield worker
+    finally:
+        worker.stop(graceful=True)
+
+
+@pytest.fixture
+def job_worker(app):
+    with job_worker_of(app) as worker:
+        yield worker
 
 
 @pytest.fixture(scope="session")
@@ -275,6 +295,11 @@ class Bucket:
     @property
     def url(self) -> str:
         return f"s3://{self.name}/{self.prefix}"
+
+    def names(self) -> list[str]:
+        """The keys under the bucket's prefix (nothing read: safe while another deletes)."""
+        listed = self.client.list_objects_v2(Bucket=self.name, Prefix=f"{self.prefix}/")
+        return [item["Key"] for item in listed.get("Contents", ())]
 
     def objects(self, prefix: str | None = None) -> dict[str, bytes]:
         """Every object under ``prefix`` (default the bucket's), by name after the prefix."""

@@ -11,7 +11,7 @@ from datetime import timedelta
 import numpy as np
 from flask import current_app
 from PIL import Image as PILImage
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 
 from arena.accounts import owners
 from arena.analysis import published
@@ -19,6 +19,8 @@ from arena.campaigns import comparisons
 from arena.catalog import images, registry
 from arena.extensions import db
 from arena.models import (
+    KEYS,
+    Comparison,
     GenModel,
     Image,
     ImageReport,
@@ -120,9 +122,19 @@ def make_campaign(n_prompts=2, n_models=3, images_per_model=2, gold=True, target
             gold_pairs[criterion] = comparisons.add_validation_pair(
                 criterion, good, bad, prompts[0].id
             )
+    seed_shuffle_keys()
     db.session.commit()
     return {"prompts": prompts, "models": models, "images": imgs, "n_comparisons": n,
             "gold": gold_pairs}
+
+
+def seed_shuffle_keys(seed: int = 0) -> None:
+    """Every pair's shuffle key (matchmaking's tie-break, drawn by ``secrets`` in production)
+    from ``seed``: a test's voters meet the same pairs in every run."""
+    ids = db.session.scalars(select(Comparison.id).order_by(Comparison.id)).all()
+    keys = np.random.default_rng(seed).integers(0, KEYS, len(ids))
+    db.session.execute(update(Comparison), [{"id": i, "shuffle_key": int(k)}
+                                            for i, k in zip(ids, keys, strict=True)])
 
 
 def new_voter(demographics: dict | None = None) -> Voter:

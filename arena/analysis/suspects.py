@@ -19,7 +19,7 @@ from arena import criteria
 from arena.analysis import rollups
 from arena.analysis.tallies import Slice, models, tally, vote_filter
 from arena.extensions import db
-from arena.infra import background
+from arena.infra import jobs
 from arena.infra.database import write_transaction
 from arena.models import Vote, Voter, utcnow
 from arena.ranking import PairCounts, bradley_terry
@@ -162,13 +162,18 @@ def release(public_ids, progress=None) -> int:
 
 
 def release_in_background(public_id: str) -> bool:
-    """Start :func:`release` of one voter in a thread of this process (it replays the log:
-    seconds on a large one), for the operator page; False while a release runs here."""
-    return background.start("release", lambda: release([public_id])) is not None
+    """Queue :func:`release` of one voter for the job worker (it replays the log: seconds on
+    a large one), for the operator page; False while a release is queued or under way."""
+    return jobs.submit("release", public_id=public_id)
+
+
+def release_one(public_id: str) -> int:
+    """The ``release`` job."""
+    return release([public_id])
 
 
 def releasing() -> bool:
-    return background.running("release")
+    return jobs.busy("release")
 
 
 def keep_out(public_ids) -> int:

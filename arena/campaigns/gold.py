@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -49,7 +48,7 @@ from arena.catalog import images
 from arena.catalog.damage import damage
 from arena.errors import Conflict
 from arena.extensions import db
-from arena.infra import background
+from arena.infra import jobs
 from arena.infra.database import param, refresh_statistics, retry_on_lock, write_transaction
 from arena.infra.deferred import after_response
 from arena.models import (
@@ -114,7 +113,7 @@ def on_gold_wanted(_sender=None, **details) -> None:
     """The ``gold_wanted`` signal (arena.events): check after the response,
     and again after later ones while a database outage stops it (the answer that asked for
     it is never given again, and a voter left without gold would stay so)."""
-    after_response(replenish, retry=True, **details)
+    after_response("gold-replenish", **details)
 
 
 def replenish(*, voter_id: int, criterion: str, pool: int = 0,
@@ -259,22 +258,30 @@ def fill(campaign: Campaign, rng: np.random.Generator | None = None, progress=No
     return made
 
 
-def fill_in_background(campaign_id: int) -> threading.Thread | None:
-    """Start making the published campaign's whole gold supply (:func:`fill`, one copy at
-    a time) in a thread of this process, so that publishing returns at once and no voter's
-    request renders the copies later; None when a thread here is at it already. Progress:
-    :func:`supply`."""
-    def work():
-        campaign = db.session.get(Campaign, campaign_id)
-        if campaign is not None and campaign.published_at is not None:
-            fill(campaign, threads=1)
+def fill_in_background(campaign_id: int) -> bool:
+    """Queue the making of the published campaign's whole gold supply (:func:`fill`, one
+    copy at a time) for the job worker, so that publishing returns at once and no voter's
+    request renders the copies later; False when it is queued or under way already.
+    Progress: :func:`supply`."""
+    return jobs.submit("gold-fill", campaign_id=campaign_id)
 
-    return background.start(f"gold-{campaign_id}", work)
+
+def fill_published(campaign_id: int) -> None:
+    """The ``gold-fill`` job: :func:`fill` the campaign, if it is (still) published."""
+    campaign = db.session.get(Campaign, campaign_id)
+    if campaign is not None and campaign.published_at is not None:
+        fill(campaign, threads=1)
+
+
+def fill_lock_args() -> list[dict]:
+    """The ``gold-fill`` jobs there can be: one per published campaign."""
+    return [{"campaign_id": cid} for cid in db.session.scalars(
+        select(Campaign.id).where(Campaign.published_at.is_not(None)))]
 
 
 def filling(campaign_id: int) -> bool:
-    """Whether a thread of this process is making the campaign's gold supply."""
-    return background.running(f"gold-{campaign_id}")
+    """Whether the campaign's gold supply is queued or being made."""
+    return jobs.busy("gold-fill", campaign_id=campaign_id)
 
 
 def supply(campaign: Campaign) -> dict[str, tuple[int, int]]:

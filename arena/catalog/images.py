@@ -249,16 +249,16 @@ def discard(prepared: Prepared) -> None:
     if not prepared.written:
         return
     try:
-        _delete_unnamed(prepared.sha256)
+        delete_unnamed(prepared.sha256)
     except Unavailable:
         if has_request_context():
-            deferred.after_response(_delete_unnamed, prepared.sha256, retry=True)
+            deferred.after_response("delete-unnamed", sha256=prepared.sha256)
         else:
             log.warning("image store: the files of %s were left behind (the store failed "
                         "to delete them)", full_name(prepared.sha256))
 
 
-def _delete_unnamed(sha256: str) -> None:
+def delete_unnamed(sha256: str) -> None:
     """Delete the stored files of ``sha256`` unless a committed row names them."""
     try:
         named = db.session.scalar(select(Image.id).where(Image.sha256 == sha256)

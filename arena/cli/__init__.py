@@ -137,6 +137,7 @@ COMMAND_SUMMARIES = {
     "hype": "HYPE real/fake evaluation.",
     "images": "Stored images.",
     "import": "Import a model's images from a folder or a .zip.",
+    "jobs": "The queue's jobs waiting (retries included) and the unique ones under way.",
     "import-prompts": "Import a prompt set from a CSV/TSV (Prompt, Category columns) or JSON lines "
                       "file.",
     "model": "Models taking part.",
@@ -150,6 +151,9 @@ COMMAND_SUMMARIES = {
     "storage": "The image store: copy it between the local folder and an S3 bucket.",
     "token": "Staff API tokens: analysts (exports) and operators (the /admin pages).",
     "votes": "The vote log.",
+    "worker": "Take the queue's jobs (gold fills, releases, retries after an outage, the period's "
+              "tick every TICK_EVERY_MIN minutes) until stopped (Ctrl+C or TERM: the job under "
+              "way finishes).",
 }
 
 

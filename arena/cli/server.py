@@ -1,4 +1,4 @@
-"""Setting up and serving: ``arena demo``, ``arena serve``."""
+"""Setting up and serving: ``arena demo``, ``arena serve``, ``arena worker``, ``arena jobs``."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def serve_command(info: ScriptInfo, server, host, port, workers, threads, config
     threads = threads or settings["threads"]
     if server == "gunicorn":
         click.echo(f"Arena is starting gunicorn on http://{bind} with {workers} worker(s) x "
-                   f"{threads} threads ({config_file})")
+                   f"{threads} threads ({config_file}); `arena worker` takes its jobs")
         click.echo(phone_hint(bind), nl=False)
         sys.stdout.flush()
         # its console script, not `python -m gunicorn`: a USR2 upgrade re-runs the command,
@@ -196,6 +196,9 @@ def _serve_embedded(settings: dict, bind: str, threads: int, pid_file: Path) -> 
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(connections + 256, hard), hard))
     app = wsgi_app()
     pid_file.write_text(f"{os.getpid()}\n")
+    worker = None
+    if app.config["JOBS_WORKER"] == "embedded":  # (the embedded default: no other service)
+        worker = app.extensions["arena_jobs"].start_embedded(int(app.config["JOBS_THREADS"]))
     # (waitress finishes the requests under way on SystemExit, as on Ctrl+C)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     click.echo(f"Arena is running at http://{bind} with {threads} threads  (Ctrl+C to stop)")
@@ -212,6 +215,8 @@ def _serve_embedded(settings: dict, bind: str, threads: int, pid_file: Path) -> 
             max_request_body_size=app.config["MAX_CONTENT_LENGTH"] or 1 << 30,
             max_request_header_size=int(settings.get("limit_request_field_size", 8190)) * 4)
     finally:
+        if worker is not None:
+            worker.stop(graceful=True)  # (the job under way finishes; the queued ones wait)
         pid_file.unlink(missing_ok=True)
 
 
@@ -246,4 +251,53 @@ def _counted(summary) -> str:
             f"{summary.images:,} image files")
 
 
-COMMANDS = (demo_command, serve_command, backup_command, restore_command)
+@click.command("worker")
+@click.option("--threads", type=click.IntRange(1, 64),
+              help="Jobs run at once (default: JOBS_THREADS).")
+@with_appcontext
+def worker_command(threads):
+    """Take the queue's jobs (gold fills, releases, retries after an outage, the period's
+    tick every TICK_EVERY_MIN minutes) until stopped (Ctrl+C or TERM: the job under way
+    finishes). One per site beside gunicorn; the embedded server runs its own."""
+    from arena.infra import jobs
+
+    check_schema()
+    queue = jobs.queue()
+    threads = threads or int(current_app.config["JOBS_THREADS"])
+    click.echo(f"Arena's job worker is running with {threads} thread(s) on "
+               f"{type(queue.huey).__name__}  (Ctrl+C to stop)")
+    sys.stdout.flush()
+    queue.worker(threads).run()
+
+
+@click.command("jobs")
+@click.option("--unlock", metavar="NAME",
+              help="Let go of a unique job's lock that a worker killed mid-job left behind "
+              "(release, period-tick, or gold-fill-CAMPAIGN_ID).")
+@with_appcontext
+def jobs_command(unlock):
+    """The queue's jobs waiting (retries included) and the unique ones under way."""
+    from arena.infra import jobs
+
+    if unlock:
+        if unlock.startswith("gold-fill-"):
+            done = jobs.unlock("gold-fill", campaign_id=unlock.removeprefix("gold-fill-"))
+        elif unlock in jobs.JOBS and jobs.JOBS[unlock].unique == ():
+            done = jobs.unlock(unlock)
+        else:
+            raise click.BadParameter(f"{unlock!r} is not a unique job's lock",
+                                     param_hint="--unlock")
+        click.echo(f"{unlock}: {'let go' if done else 'was not held'}")
+        return
+    waiting = jobs.pending()
+    busy = jobs.locked()
+    if not waiting and not busy:
+        click.echo("No job is waiting or under way.")
+    for name, count in sorted(waiting.items()):
+        click.echo(f"waiting  {name}: {count}")
+    for name in busy:
+        click.echo(f"queued or under way  {name}")
+
+
+COMMANDS = (demo_command, serve_command, backup_command, restore_command, worker_command,
+            jobs_command)

@@ -8,6 +8,7 @@ from sqlalchemy.exc import OperationalError
 from arena.criteria import BUILT_IN
 from arena.extensions import db
 from arena.models import Comparison, Task, Vote
+from tests import timing
 from tests.browser.conftest import PHONE
 from tests.factories import make_campaign, time_passes, vote_as
 
@@ -65,7 +66,9 @@ def test_session_of_three_tasks(app, only, live_server, phone, criterion):
 def test_alignment_reveals_caption_word_by_word_and_gates_the_images(app, only, live_server,
                                                                      phone):
     only("alignment")
-    app.config["REVEAL_WORD_MS"] = 90  # quicker than people read, still one word at a time
+    # quicker than people read, still one word at a time, and slow enough that a busy
+    # machine's browser looks while the caption is partly shown
+    app.config["REVEAL_WORD_MS"] = round(timing.seconds(0.25) * 1000)
     phone.goto(live_server + "/")
     phone.get_by_role("button", name="Start").tap()
     for position in (1, 2, 3):

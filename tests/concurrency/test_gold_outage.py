@@ -3,8 +3,9 @@
 After a gold answer, matchmaking asks for one more gold pair, made after the response. When
 PostgreSQL restarted during that work the pair was never made: the answer that asked for it
 is not given again, and a voter with no gold left stayed without validation. Here the
-top-up's connection is killed (as a restart kills it) in the middle of writing the new pair;
-a later response of the same process, on any route, makes it."""
+top-up's connection is killed (as a restart kills it) in the middle of writing the new pair:
+the top-up waits in the job queue's store (not in the process's memory) and the job worker,
+started afterwards, makes it."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import pytest
 from sqlalchemy import event, func, select
 
 from arena.extensions import db
-from arena.infra import deferred
+from arena.infra import jobs
 from arena.models import Comparison
+from tests import timing
 from tests.conftest import kill_backend
 from tests.security.test_gold import publish_live
 from tests.web.helpers import bearer
@@ -29,7 +31,7 @@ def _gold(app) -> int:
             Comparison.is_validation, Comparison.criterion == "coherence"))
 
 
-def test_a_top_up_killed_by_a_restart_is_made_after_a_later_response(pg_app):
+def test_a_top_up_killed_by_a_restart_waits_in_the_queue_and_the_worker_makes_it(pg_app):
     pg_app.config["VALIDATION_RATE"] = 1.0  # (every session carries a gold pair)
     with pg_app.app_context():
         publish_live()
@@ -64,9 +66,16 @@ def test_a_top_up_killed_by_a_restart_is_made_after_a_later_response(pg_app):
         event.remove(engine, "before_cursor_execute", kill_mid_top_up)
     assert killed, "no top-up was under way"
     assert _gold(pg_app) == before  # the pair was not made
-    for wait, made in ((0, 0), (deferred.RETRY_WAIT_S + 0.1, 1)):
-        time.sleep(wait)  # (an outage is not hammered: the first try again waits a second)
-        later = client.get("/api/v1/prompts?set=s", buffered=False)  # nothing to do with gold
-        assert later.status_code == 200
-        later.close()
-        assert _gold(pg_app) == before + made
+    with pg_app.app_context():
+        assert jobs.pending() == {"gold-replenish": 1}  # (due in RETRY_WAIT_S: not hammered)
+    worker = pg_app.extensions["arena_jobs"].start_embedded()
+    try:
+        deadline = time.monotonic() + timing.seconds(30)
+        while _gold(pg_app) == before:
+            assert time.monotonic() < deadline, "the worker did not make the pair"
+            time.sleep(0.1)
+    finally:
+        worker.stop(graceful=True)
+    assert _gold(pg_app) == before + 1
+    with pg_app.app_context():
+        assert jobs.pending() == {}

@@ -20,10 +20,10 @@ from sqlalchemy import select
 from arena.campaigns import campaigns
 from arena.campaigns.demo import _simulated_vote
 from arena.extensions import db
-from arena.models import Comparison, GenModel, Task, utcnow
+from arena.models import KEYS, Comparison, GenModel, Task, utcnow
 from arena.voting import matchmaking
 from arena.voting.votes import ensure_ratings
-from tests.factories import image_rows, new_voter
+from tests.factories import image_rows, new_voter, seed_shuffle_keys
 
 MODELS = 4
 IMAGES = 4  # per model and prompt: 96 ordinary pairs per prompt
@@ -52,6 +52,8 @@ def build(n_prompts: int, rng: np.random.Generator, supply_rate: float | None = 
         campaigns.publish(campaign, rng)
     finally:
         current_app.config["VALIDATION_RATE"] = rate
+    seed_shuffle_keys(int(rng.integers(KEYS)))  # (one seed, one run)
+    db.session.commit()
     return campaign.id
 
 

@@ -12,6 +12,7 @@ from arena.campaigns import campaigns, gold
 from arena.catalog import images
 from arena.extensions import db
 from arena.models import Campaign, Comparison, GenModel, Prompt
+from tests import timing
 from tests.datasets import IMAGES
 from tests.factories import (
     COLOURS,
@@ -49,20 +50,25 @@ def test_only_operator_tokens_open_the_admin(client, operator):
     assert "New campaign" in client.get("/admin/").get_data(as_text=True)
 
 
-def _wait_for_gold(client, campaign_id: int, seconds: float = 120) -> str:
+def _wait_for_gold(client, app, campaign_id: int, seconds: float = 120) -> str:
     """The operator page once the campaign's gold supply, made in the background after
     publishing, is complete."""
-    deadline = time.monotonic() + seconds
-    while gold.filling(campaign_id):
+    deadline = time.monotonic() + timing.seconds(seconds)
+    while _filling(app, campaign_id):
         assert time.monotonic() < deadline, "the gold supply is still being made"
         time.sleep(0.1)
     return client.get("/admin/").get_data(as_text=True)
 
 
+def _filling(app, campaign_id: int) -> bool:
+    with app.app_context():
+        return gold.filling(campaign_id)
+
+
 def test_publishing_makes_the_gold_supply_in_the_background_with_progress(
-        client, operator, app):
-    """Publishing returns at once; the damaged copies are made by a thread of the server,
-    not by voters' requests, and the operator page counts them until the supply is whole."""
+        client, operator, app, job_worker):
+    """Publishing returns at once; the damaged copies are made by the job worker, not by
+    voters' requests, and the operator page counts them until the supply is whole."""
     with app.app_context():  # two models' images of two prompts
         prompt_set = make_prompt_set("gilded", ("a red cube", "a blue ball"))
         for m, name in enumerate(("A", "B")):
@@ -85,7 +91,7 @@ def test_publishing_makes_the_gold_supply_in_the_background_with_progress(
     published = client.post(f"/admin/campaigns/{cid}/publish", data={"csrf_token": token},
                             follow_redirects=True).get_data(as_text=True)
     assert "gold pairs are being made in the background" in published
-    page = _wait_for_gold(client, cid)
+    page = _wait_for_gold(client, app, cid)
     with app.app_context():
         supply = gold.supply(db.session.get(Campaign, cid))
     assert supply["preference"][1] > 0 and all(made == goal for made, goal in supply.values())
@@ -95,7 +101,7 @@ def test_publishing_makes_the_gold_supply_in_the_background_with_progress(
     assert "being made" not in page
 
 
-def test_define_publish_add_model_and_gold_pair_on_the_web(client, operator, app):
+def test_define_publish_add_model_and_gold_pair_on_the_web(client, operator, app, job_worker):
     sign_in(client, operator[0])
     html = client.get("/admin/").get_data(as_text=True)
     token = csrf_token(html)
@@ -126,7 +132,7 @@ def test_define_publish_add_model_and_gold_pair_on_the_web(client, operator, app
     assert "Published Spring" in client.post(f"/admin/campaigns/{cid}/publish",
                                              data={"csrf_token": token},
                                              follow_redirects=True).get_data(as_text=True)
-    _wait_for_gold(client, cid)
+    _wait_for_gold(client, app, cid)
     joined = client.post(f"/admin/campaigns/{cid}/models", data={"csrf_token": token,
                                                                   "model": "C"},
                          follow_redirects=True)

@@ -28,7 +28,7 @@ def compose() -> dict:
 
 def test_compose_runs_two_app_servers_of_one_image_after_the_migration(compose):
     services = compose["services"]
-    assert set(services) == {"nginx", *APPS, "migrate", "rollup", "postgres", "redis",
+    assert set(services) == {"nginx", *APPS, "migrate", "worker", "postgres", "redis",
                              "minio", "buckets"}
     app, other = (services[name] for name in APPS)
     assert app["build"] == other["build"] == services["migrate"]["build"]
@@ -50,9 +50,9 @@ def test_compose_runs_two_app_servers_of_one_image_after_the_migration(compose):
 
 def test_compose_gives_every_server_and_the_migration_the_same_settings(compose):
     services = compose["services"]
-    environments = [services[name]["environment"] for name in (*APPS, "migrate", "rollup")]
+    environments = [services[name]["environment"] for name in (*APPS, "migrate", "worker")]
     assert all(env == environments[0] for env in environments)
-    assert "arena votes rollup" in services["rollup"]["command"][-1]
+    assert services["worker"]["command"] == ["arena", "worker"]
     env = environments[0]
     for key in ("ARENA_SECRET_KEY", "ARENA_PSEUDONYM_KEY"):
         # one variable of the host's, required: never a key written into the file
@@ -103,7 +103,7 @@ def _units(folder: Path) -> dict[str, Path]:
         (folder / unit.name).write_text(text)
         units[unit.name] = folder / unit.name
     assert set(units) == {"arena@.service", "arena-upgrade.service", "arena-rollup.service",
-                          "arena-rollup.timer"}
+                          "arena-rollup.timer", "arena-worker.service"}
     return units
 
 
@@ -135,6 +135,9 @@ def test_the_systemd_units_run_gunicorn_per_port_and_the_upgrade_once():
     timer = _parsed(DEPLOY / "systemd" / "arena-rollup.timer")
     assert timer["Timer"]["OnUnitActiveSec"] == "5min"
     assert timer["Install"]["WantedBy"] == "timers.target"
+    worker = _parsed(DEPLOY / "systemd" / "arena-worker.service")["Service"]
+    assert worker["ExecStart"].endswith("/bin/arena worker") and worker["Type"] == "simple"
+    assert worker["KillSignal"] == "SIGINT"  # (huey's graceful stop: the job under way ends)
 
 
 def test_systemd_finds_nothing_wrong_in_the_units(tmp_path):
