@@ -95,6 +95,7 @@ def test_two_servers_asked_to_release_at_once_queue_one_release(make_app):
                for client, form in zip(clients, forms, strict=True)]
     assert f"Releasing {held}" in answers[0]
     assert "A release is being applied" in answers[1]
+    assert "Background jobs waiting: release 1" in answers[1]  # (no worker yet)
     with servers[1].app_context():
         assert jobs.pending() == {"release": 1} and jobs.busy("release")
     with job_worker_of(servers[1]):
