@@ -11,6 +11,7 @@ import json
 import math
 import tempfile
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from flask import current_app
@@ -189,42 +190,58 @@ def _vote_query():
 
 
 def _snapshot(engine, query, batch: int):
-    """Yield lists of row mappings of ``query`` from one consistent snapshot, ``batch`` rows
-    at a time, with a server-side cursor: memory stays flat however long the log."""
+    """Yield the rows of ``query`` from one consistent snapshot, ``batch`` at a time, as
+    columns (a dict of name to list), with a server-side cursor: memory stays flat however
+    long the log, and no row becomes a dict of its own."""
     options = {"stream_results": True, "yield_per": batch}
     if engine.dialect.name == "postgresql":
         options["isolation_level"] = "REPEATABLE READ"
     with engine.connect().execution_options(**options) as connection:
-        yield from connection.execute(query).mappings().partitions()
+        result = connection.execute(query)
+        names = list(result.keys())
+        for rows in result.partitions():
+            yield dict(zip(names, map(list, zip(*rows, strict=True)), strict=True))
+
+
+@cache
+def _flag_text(flags: int) -> str:
+    return "+".join(flag_names(flags))  # "" = counted
+
+
+def _pseudonymised(key: str, public_ids: list[str]) -> list[str]:
+    """Each voter's pseudonym, computed once per batch (a voter's votes come together)."""
+    names: dict[str, str] = {}
+    return [names.get(p) or names.setdefault(p, pseudonym(key, p)) for p in public_ids]
 
 
 def iter_votes(engine, key: str, batch: int = 5000, columns: list[str] = VOTE_COLUMNS):
-    """Yield lists of vote dicts (``columns``: ``VOTE_COLUMNS``, and ``campaign_id`` when
-    asked), voters pseudonymised with ``key``."""
-    for rows in _snapshot(engine, _vote_query(), batch):
-        out = []
-        for row in rows:
-            record = dict(row)
-            record["voter"] = pseudonym(key, record.pop("public_id"))
-            record["winner_model"] = record[f"{record['winner']}_model"]
-            record["flags"] = "+".join(flag_names(record["flags"]))  # "" = counted
-            out.append({k: record[k] for k in columns})
-        yield out
+    """Yield the votes ``batch`` at a time as columns (``columns``: ``VOTE_COLUMNS``, and
+    ``campaign_id`` when asked), voters pseudonymised with ``key``."""
+    for cols in _snapshot(engine, _vote_query(), batch):
+        cols["voter"] = _pseudonymised(key, cols.pop("public_id"))
+        cols["winner_model"] = [left if winner == "left" else right for winner, left, right
+                                in zip(cols["winner"], cols["left_model"], cols["right_model"],
+                                       strict=True)]
+        cols["flags"] = [_flag_text(f) for f in cols["flags"]]
+        yield {name: cols[name] for name in columns}
+
+
+def _row_tuples(cols: dict[str, list], columns: list[str]):
+    return zip(*(cols[name] for name in columns), strict=True)
 
 
 def rows_csv(batches, columns: list[str], timestamp: str):
-    """CSV text of row dicts, header first, one chunk per batch; ``timestamp`` is the
+    """CSV text of column batches, header first, one chunk per batch; ``timestamp`` is the
     column written in ISO 8601."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
     yield buf.getvalue()
-    for rows in batches:
+    for cols in batches:
         buf.seek(0)
         buf.truncate()
-        for row in rows:
-            row[timestamp] = row[timestamp].isoformat()
-            writer.writerow(row)
+        cols[timestamp] = [t.isoformat() for t in cols[timestamp]]
+        writer.writerows(_row_tuples(cols, columns))
         yield buf.getvalue()
 
 
@@ -233,8 +250,10 @@ def votes_csv(batches):
 
 
 def votes_jsonl(batches):
-    for rows in batches:
-        yield "".join(json.dumps(row, default=str) + "\n" for row in rows)
+    for cols in batches:
+        names = list(cols)
+        yield "".join(json.dumps(dict(zip(names, row, strict=True)), default=str) + "\n"
+                      for row in _row_tuples(cols, names))
 
 
 def _vote_schema():
@@ -260,8 +279,8 @@ def votes_parquet(batches, sink) -> None:
 
     schema = _vote_schema()
     with pq.ParquetWriter(sink, schema) as writer:
-        for rows in batches:
-            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+        for cols in batches:
+            writer.write_batch(pa.RecordBatch.from_pydict(cols, schema=schema))
 
 
 PARTITIONS = ("campaign_id", "criterion", "month")
@@ -293,18 +312,20 @@ def votes_dataset(folder: Path, batch: int = 50_000, progress=None) -> int:
 
     def record_batches():
         nonlocal written
-        for rows in votes:
-            for row in rows:
-                row["month"] = row["created_at"].strftime("%Y-%m")
-            written += len(rows)
+        for cols in votes:
+            cols["month"] = [t.strftime("%Y-%m") for t in cols["created_at"]]
+            written += len(cols["month"])
             if progress is not None:
-                progress(len(rows))
-            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+                progress(len(cols["month"]))
+            yield pa.RecordBatch.from_pydict(cols, schema=schema)
 
     ds.write_dataset(record_batches(), folder, schema=schema, format="parquet",
                      partitioning=list(PARTITIONS), partitioning_flavor="hive",
                      basename_template="part-{i}.parquet",
-                     existing_data_behavior="overwrite_or_ignore")
+                     existing_data_behavior="overwrite_or_ignore",
+                     # (a row group per batch at most: pyarrow holds up to a million rows a
+                     # partition before writing by default, memory that grows with the log)
+                     max_rows_per_group=batch, min_rows_per_group=min(batch, 10_000))
     return written
 
 
@@ -364,15 +385,11 @@ def _skip_query():
 
 
 def iter_skips(engine, key: str, batch: int = 5000):
-    """Yield lists of dicts (``SKIP_COLUMNS``): one per task closed without a vote, with the
-    image report that closed it, if any."""
-    for rows in _snapshot(engine, _skip_query(), batch):
-        out = []
-        for row in rows:
-            record = dict(row)
-            record["voter"] = pseudonym(key, record.pop("public_id"))
-            out.append({k: record[k] for k in SKIP_COLUMNS})
-        yield out
+    """Yield the tasks closed without a vote as columns (``SKIP_COLUMNS``), with the image
+    report that closed each, if any."""
+    for cols in _snapshot(engine, _skip_query(), batch):
+        cols["voter"] = _pseudonymised(key, cols.pop("public_id"))
+        yield {name: cols[name] for name in SKIP_COLUMNS}
 
 
 def skip_log(fmt: str) -> Download:
