@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from flask import Flask, current_app
-from huey import MemoryHuey, PostgresHuey, RedisHuey, SqliteHuey, crontab
-from huey.exceptions import TaskLockedException
 
 from arena.errors import Unavailable
 from arena.extensions import db
@@ -79,6 +77,9 @@ def _lock_name(job: Job, kwargs: dict) -> str:
 
 
 def _huey(app: Flask):
+    # (huey imports redis and psycopg: 0.17 s that a command queueing nothing does without)
+    from huey import MemoryHuey, PostgresHuey, RedisHuey, SqliteHuey
+
     url = app.config.get("JOBS_URL") or ""
     name = app.config.get("JOBS_NAME") or "arena"  # (no results kept: nothing waits on one)
     if url.startswith("redis"):
@@ -109,6 +110,8 @@ class Queue:
             name=job.name)(self._runner(job)) for job in JOBS.values()})
         every = int(self.app.config.get("TICK_EVERY_MIN") or 0)
         if every:
+            from huey import crontab
+
             huey.periodic_task(crontab(minute=f"*/{every}"), name="period-tick-timer")(
                 lambda: submit("period-tick", queue=self))
         return huey
@@ -180,6 +183,8 @@ def submit(name: str, *, queue: Queue | None = None, delay: float | None = None,
            **kwargs) -> bool:
     """Queue job ``name`` with ``kwargs`` (picklable); False, and nothing queued, when the job
     is unique and one with these arguments is queued or running already."""
+    from huey.exceptions import TaskLockedException
+
     job = JOBS[name]
     queue = queue or current_app.extensions["arena_jobs"]
     lock = None
