@@ -65,6 +65,10 @@ class RankedModel:
     lead_share: float | None = None  # of all the voters
 
 
+ONE_TIER = ("no two tiers can be told apart at this size: no model is surely ahead of "
+            "another (tiers left out)")
+
+
 @dataclass
 class Ranking:
     criterion: str | None
@@ -86,6 +90,14 @@ class Ranking:
     as_of: datetime | None = None  # published figures: the votes cast before this count
     withheld: bool = False  # a public slice of too few voters: no figures at all
     agreement: Agreement | None = None  # how much the voters agree on the criterion
+
+    def __post_init__(self):
+        # one tier says nothing: no model is surely ahead of any other (common at small sizes)
+        tiered = [m for m in self.models if m.tier is not None]
+        if len(tiered) > 1 and all(m.tier == 1 for m in tiered):
+            for m in tiered:
+                m.tier = None
+            self.flags.append(ONE_TIER)
 
     def records(self) -> list[dict]:
         return [asdict(m) for m in self.models]
@@ -149,8 +161,8 @@ def rank_counts(
         effective_votes=sub.effective_size(calibration) if calibration is not None else None,
         prob_ahead=_reorder(spread.prob_ahead, order) if spread else None,
         wins=_reorder(weighted, order))
-    ranking.flags = _flags([names[i] for i in idle], fit, spread, active_names, ranking,
-                           cluster)
+    ranking.flags += _flags([names[i] for i in idle], fit, spread, active_names, ranking,
+                            cluster)
     if concentrated is not None:
         ranking.flags.append(concentrated)
     if certify and cluster in ("voter", TWO_WAY) and resample == "unit" \

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from arena.analysis.leaderboard import rank_counts
+from arena.analysis.leaderboard import ONE_TIER, rank_counts
 from arena.ranking import PairCounts
 
 
@@ -51,3 +51,27 @@ def test_few_voters_alone_keep_their_flagged_intervals():
     few = _ranking([60] * 5)
     assert few.intervals == "instant" and all(m.ci_low is not None for m in few.models)
     assert any("resample 5 units (fewer than 20)" in f for f in few.flags)
+
+
+def _strengths(gap: float, votes: int, seed: int = 0):
+    """Four models ``gap`` apart in log-strength, ``votes`` votes by 40 voters."""
+    rng = np.random.default_rng(seed)
+    voter = rng.integers(0, 40, votes)
+    a = rng.integers(0, 4, votes)
+    b = (a + rng.integers(1, 4, votes)) % 4
+    a_wins = rng.random(votes) < 1 / (1 + np.exp(-(b - a) * gap))
+    counts = PairCounts.from_outcomes(np.where(a_wins, a, b), np.where(a_wins, b, a), 4,
+                                      units=voter)
+    return rank_counts([f"m{k}" for k in range(4)], counts, intervals="instant")
+
+
+def test_one_tier_is_said_and_no_tier_is_shown():
+    """Tiers cut only where every model above is surely ahead of every one below: at a small
+    size nothing is, and one tier for all was shown as if it were a finding. Now the table
+    says no two tiers can be told apart, and shows none; separable models keep theirs."""
+    close = _strengths(0.05, 300)
+    assert all(m.tier is None for m in close.models)
+    assert ONE_TIER in close.flags and close.models[0].rank_best is not None
+    apart = _strengths(1.5, 4000)
+    assert [m.tier for m in apart.models] == [1, 2, 3, 4]
+    assert ONE_TIER not in apart.flags

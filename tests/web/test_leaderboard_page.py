@@ -91,3 +91,17 @@ def test_slices_of_few_voters_show_nothing_and_dates_are_whole_days(client, boar
     html = client.get("/leaderboard?criterion=preference&since=2026-01-05T10:20:30.123"
                       "&until=2026-01-06T00:00:00").get_data(as_text=True)
     assert "since 2026-01-05T00:00:00, until 2026-01-06T00:00:00" in html
+
+
+def test_one_tier_is_said_on_the_page_the_api_and_the_cli(client, board, runner):
+    """Two voters of opposite tastes: no model is surely ahead of another, and every channel
+    says so instead of showing one tier for all."""
+    from arena.analysis.leaderboard import ONE_TIER
+
+    html = client.get("/leaderboard?criterion=preference").get_data(as_text=True)
+    assert "no two tiers can be told apart at this size" in html
+    assert 'data-label="Tier">A<' not in html
+    api = client.get("/api/v1/leaderboard?criterion=preference").json
+    assert ONE_TIER in api["flags"] and all(m["tier"] is None for m in api["models"])
+    table = runner.invoke(args=["rank", "--criterion", "preference"]).output
+    assert f"! {ONE_TIER}" in table
