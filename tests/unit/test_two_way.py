@@ -148,3 +148,22 @@ def test_clustering_both_ways_covers_where_prompts_suit_models_differently():
     voters = coverage(replace(design, cluster="voter"), replicates=30, methods=("instant",))
     assert both.covered["instant"] >= 0.88, both.covered
     assert voters.covered["instant"] <= 0.75, voters.covered
+
+
+def test_crossed_units_are_the_distinct_voter_prompt_rows_in_their_order():
+    """The voter x prompt units (keyed by each column's ranks) are exactly the distinct rows
+    of the two columns, in their sorted order, with each way's codes: any integer labels."""
+    rng = np.random.default_rng(4)
+    for size in (1, 7, 5000):
+        voter = rng.integers(-(2**40), 2**40, 60)[rng.integers(0, 60, size)]
+        prompt = rng.integers(-5, 9, size) * 1_000_003
+        a = rng.integers(0, 5, size)
+        b = (a + rng.integers(1, 5, size)) % 5
+        counts = PairCounts.crossed(5, voter, prompt, a, b, np.ones(size))
+        rows, unit = np.unique(np.stack([voter, prompt], axis=1), axis=0, return_inverse=True)
+        expected = PairCounts.from_rows(5, unit.ravel(), a, b, np.ones(size))
+        assert np.array_equal(counts.unit, expected.unit)
+        assert np.array_equal(counts.ab, expected.ab) and np.array_equal(counts.ba, expected.ba)
+        for k in (0, 1):
+            codes = np.unique(rows[:, k], return_inverse=True)[1].ravel()
+            assert np.array_equal(counts.ways[k], codes)
