@@ -1,6 +1,6 @@
 """Every page at 360 px, in real Chromium, as each kind of user meets it (voter, analyst,
 model owner, operator), with something in every list: nothing wider than the phone (a wide
-table scrolls inside its own labelled region) and every control and standalone link at
+table scrolls inside its own labelled region, the menu along its one line) and every control and standalone link at
 least 44 px tall (a link inside a sentence is exempt, as WCAG 2.5.8 says), and no two
 landmarks of a page named alike."""
 
@@ -24,7 +24,7 @@ AUDIT = """() => {
     problems.push(`page ${document.documentElement.scrollWidth} px wide`);
   for (const el of document.querySelectorAll('body *')) {
     const box = el.getBoundingClientRect();
-    if (box.width && box.right > width + 1 && !el.closest('.table-wrap'))
+    if (box.width && box.right > width + 1 && !el.closest('.table-wrap, .bar'))
       problems.push(`${el.tagName}.${el.className} ends at ${Math.round(box.right)} px`);
   }
   const inSentence = el => el.tagName === 'A' && getComputedStyle(el).display === 'inline'
@@ -35,6 +35,9 @@ AUDIT = """() => {
     if (box.width && box.height < 44 && !inSentence(el))
       problems.push(`${el.outerHTML.slice(0, 80)}: ${Math.round(box.height)} px tall`);
   }
+  for (const bar of document.querySelectorAll('.bar'))
+    if (bar.getBoundingClientRect().height > 60)
+      problems.push(`the menu takes ${Math.round(bar.getBoundingClientRect().height)} px`);
   for (const wrap of document.querySelectorAll('.table-wrap'))
     if (wrap.scrollWidth > wrap.clientWidth && !(wrap.getAttribute('role') === 'region'
         && wrap.getAttribute('aria-label') && wrap.tabIndex === 0))
