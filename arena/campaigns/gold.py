@@ -110,9 +110,9 @@ def top_up(campaign: Campaign, rng: np.random.Generator, damaged: bool = True,
 
 
 def on_gold_wanted(_sender=None, **details) -> None:
-    """The ``gold_wanted`` signal (arena.events): check after the response,
-    and again after later ones while a database outage stops it (the answer that asked for
-    it is never given again, and a voter left without gold would stay so)."""
+    """The ``gold_wanted`` signal (arena.events): check after the response, and from the job
+    queue while a database outage stops it (the answer that asked for it is never given
+    again, and a voter left without gold would stay so)."""
     after_response("gold-replenish", **details)
 
 

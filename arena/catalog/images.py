@@ -244,8 +244,8 @@ def discard(prepared: Prepared) -> None:
     """Delete the files :func:`prepare` wrote for ``prepared`` unless a committed row names
     them: a store whose row did not commit (a database error, a lost race, a worker stopped)
     leaves nothing in the image store. Call after the rollback. Never raises for an image
-    store that fails to delete them: in a request they are deleted after a later response
-    once it answers again (:mod:`arena.infra.deferred`); elsewhere the log names them."""
+    store that fails to delete them: in a request the job worker deletes them once it
+    answers again (:mod:`arena.infra.deferred`); elsewhere the log names them."""
     if not prepared.written:
         return
     try:

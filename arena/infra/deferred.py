@@ -7,7 +7,7 @@ milliseconds: done inside the request that serves it, that time told a script wh
 held the gold.
 
 When a database or image-store outage stops it, the job goes to the queue, retried with
-backoff for about ten minutes by whichever worker is up: the need that asked for it may
+backoff for about eight minutes by whichever worker is up: the need that asked for it may
 never be seen again otherwise.
 """
 

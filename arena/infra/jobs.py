@@ -29,7 +29,7 @@ from arena.errors import Unavailable
 from arena.extensions import db
 
 log = logging.getLogger(__name__)
-RETRY_ATTEMPTS = 12  # about ten minutes of waiting, the longest wait capped below
+RETRY_ATTEMPTS = 9  # waits of 1, 2, 4 ... 256 s: about eight and a half minutes in all
 RETRY_WAIT_S = 1.0
 RETRY_BACKOFF = 2.0
 
