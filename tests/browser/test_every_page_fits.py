@@ -1,8 +1,8 @@
 """Every page at 360 px, in real Chromium, as each kind of user meets it (voter, analyst,
 model owner, operator), with something in every list: nothing wider than the phone (a wide
-table scrolls inside its own labelled region, the menu along its one line) and every control and standalone link at
-least 44 px tall (a link inside a sentence is exempt, as WCAG 2.5.8 says), and no two
-landmarks of a page named alike."""
+table scrolls inside its own labelled region, the menu along its one line) and every
+control and standalone link at least 44 px tall (a link inside a sentence is exempt, as
+WCAG 2.5.8 says), and no two landmarks of a page named alike."""
 
 from __future__ import annotations
 
