@@ -17,6 +17,7 @@ from flask import current_app
 from flask.cli import ScriptInfo, pass_script_info, with_appcontext
 
 from arena.config import PACKAGE_DIR
+from arena.errors import Invalid
 from arena.infra.instance import check_schema, ensure_instance, upgrade_database
 
 # the checkout's file (gunicorn -c gunicorn.conf.py), else the copy the wheel ships
@@ -280,13 +281,10 @@ def jobs_command(unlock):
     from arena.infra import jobs
 
     if unlock:
-        if unlock.startswith("gold-fill-"):
-            done = jobs.unlock("gold-fill", campaign_id=unlock.removeprefix("gold-fill-"))
-        elif unlock in jobs.JOBS and jobs.JOBS[unlock].unique == ():
+        try:
             done = jobs.unlock(unlock)
-        else:
-            raise click.BadParameter(f"{unlock!r} is not a unique job's lock",
-                                     param_hint="--unlock")
+        except Invalid as exc:  # (a name no lock can have: a usage error, exit 2)
+            raise click.BadParameter(str(exc), param_hint="--unlock") from None
         click.echo(f"{unlock}: {'let go' if done else 'was not held'}")
         return
     waiting = jobs.pending()

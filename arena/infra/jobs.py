@@ -25,7 +25,7 @@ from functools import cached_property
 
 from flask import Flask, current_app
 
-from arena.errors import Unavailable
+from arena.errors import Invalid, Unavailable
 from arena.extensions import db
 
 log = logging.getLogger(__name__)
@@ -222,9 +222,14 @@ def pending() -> dict[str, int]:
     return counts
 
 
-def unlock(name: str, **kwargs) -> bool:
-    """Let go of a unique job's lock (a worker killed mid-job left it); True if one was held."""
-    return bool(queue().huey.lock_task(_lock_name(JOBS[name], kwargs)).release())
+def unlock(lock: str) -> bool:
+    """Let go of the lock named ``lock`` (a unique job's name, then its arguments' values:
+    ``release``, ``gold-fill-3``) that a worker killed mid-job left behind; True if it was
+    held. Raises Invalid for a name no unique job's lock can have."""
+    if not any(lock == job.name if job.unique == () else lock.startswith(f"{job.name}-")
+               for job in JOBS.values() if job.unique is not None):
+        raise Invalid(f"{lock!r} is not a unique job's lock", field="unlock")
+    return bool(queue().huey.lock_task(lock).release())
 
 
 def locked() -> list[str]:
