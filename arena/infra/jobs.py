@@ -20,6 +20,7 @@ import importlib
 import logging
 import os
 import signal
+from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -78,7 +79,7 @@ def _lock_name(job: Job, kwargs: dict) -> str:
 
 def _huey(app: Flask):
     # (huey imports redis and psycopg: 0.17 s that a command queueing nothing does without)
-    from huey import MemoryHuey, PostgresHuey, RedisHuey, SqliteHuey
+    from huey import PostgresHuey, RedisHuey, SqliteHuey
 
     url = app.config.get("JOBS_URL") or ""
     name = app.config.get("JOBS_NAME") or "arena"  # (no results kept: nothing waits on one)
@@ -87,8 +88,6 @@ def _huey(app: Flask):
     if url.startswith("postgres"):
         dsn = url.replace("postgresql+psycopg://", "postgresql://")
         return PostgresHuey(name, dsn=dsn, results=False)
-    if url == "memory://":  # (one process only: for tests of a single app)
-        return MemoryHuey(name, results=False)
     path = url.removeprefix("sqlite:///") or os.path.join(app.instance_path, "jobs.sqlite3")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     return SqliteHuey(name, filename=path, results=False)
@@ -216,10 +215,7 @@ def busy(name: str, **kwargs) -> bool:
 def pending() -> dict[str, int]:
     """Jobs waiting, by name (scheduled retries included): for operators."""
     q = queue()
-    counts: dict[str, int] = {}
-    for task in [*q.huey.pending(), *q.huey.scheduled()]:
-        counts[task.name] = counts.get(task.name, 0) + 1
-    return counts
+    return dict(Counter(task.name for task in [*q.huey.pending(), *q.huey.scheduled()]))
 
 
 def unlock(lock: str) -> bool:
