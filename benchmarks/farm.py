@@ -143,7 +143,7 @@ def crowd(args) -> None:
     """The demo's crowd days before, and new voters in the hour before the cut-off."""
     from arena import create_app
     from arena.analysis import published
-    from arena.campaigns.demo import SIMULATED_STRENGTH, simulate_votes
+    from arena.campaigns.demo import SIMULATED_STRENGTH, seed_shuffle_keys, simulate_votes
     from arena.extensions import db
 
     app = create_app()
@@ -152,6 +152,7 @@ def crowd(args) -> None:
         if args.models == 8:
             _more_models()
             strengths.update({name: strength for name, _, strength in MORE_MODELS})
+        seed_shuffle_keys(args.seed)
         rng = np.random.default_rng(args.seed)
         simulate_votes(args.honest, rng, strengths=strengths)
         _shift(timedelta(days=3))

@@ -11,16 +11,15 @@ from datetime import timedelta
 import numpy as np
 from flask import current_app
 from PIL import Image as PILImage
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, select
 
 from arena.accounts import owners
 from arena.analysis import published
 from arena.campaigns import comparisons
+from arena.campaigns.demo import seed_shuffle_keys
 from arena.catalog import images, registry
 from arena.extensions import db
 from arena.models import (
-    KEYS,
-    Comparison,
     GenModel,
     Image,
     ImageReport,
@@ -126,15 +125,6 @@ def make_campaign(n_prompts=2, n_models=3, images_per_model=2, gold=True, target
     db.session.commit()
     return {"prompts": prompts, "models": models, "images": imgs, "n_comparisons": n,
             "gold": gold_pairs}
-
-
-def seed_shuffle_keys(seed: int = 0) -> None:
-    """Every pair's shuffle key (matchmaking's tie-break, drawn by ``secrets`` in production)
-    from ``seed``: a test's voters meet the same pairs in every run."""
-    ids = db.session.scalars(select(Comparison.id).order_by(Comparison.id)).all()
-    keys = np.random.default_rng(seed).integers(0, KEYS, len(ids))
-    db.session.execute(update(Comparison), [{"id": i, "shuffle_key": int(k)}
-                                            for i, k in zip(ids, keys, strict=True)])
 
 
 def new_voter(demographics: dict | None = None) -> Voter:

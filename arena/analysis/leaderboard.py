@@ -33,6 +33,7 @@ from arena.extensions import db
 from arena.models import Campaign, Comparison, EloRating, GenModel, Vote
 from arena.ranking import PairCounts, PairMoments, bootstrap, bradley_terry, instant_intervals
 from arena.ranking.agreement import Agreement, agreement
+from arena.ranking.elo import keyed_order
 from arena.ranking.robustness import flips
 
 METHODS = tuple(methods.METHODS)
@@ -523,7 +524,7 @@ def _fit_bt(fit: Fit) -> Ranking:
 
 
 def _fit_elo(fit: Fit) -> Ranking:
-    """Elo over the sliced votes in id order (public ones in the order they began to count),
+    """Elo over the sliced votes in id order (to a cut-off, in the public Elo's keyed order),
     with bootstrap intervals by ``cluster`` (for voter+prompt, the two-way covariance of
     :func:`arena.ranking.elo.elo_bootstrap`)."""
     from arena.voting.votes import elo_params
@@ -604,15 +605,17 @@ def _described(slice_: Slice) -> dict:
 
 
 def _vote_log(criterion, slice_, counted: Tally, cluster):
-    """The sliced votes in order (public ones in the order they began to count) as arrays
-    of winner and loser indices into ``counted``, with each vote's ``cluster`` units."""
+    """The sliced votes in id order (those counted to a cut-off in the public Elo's keyed
+    order) as arrays of winner and loser indices into ``counted``, with each vote's
+    ``cluster`` units."""
     columns = {"voter": [Vote.voter_id], "prompt": [Comparison.prompt_id],
                TWO_WAY: [Vote.voter_id, Comparison.prompt_id]}.get(cluster, [])
     query = vote_filter(criterion, slice_, join_prompt=cluster in ("prompt", TWO_WAY))
-    query = query.add_columns(*columns)
-    # (public figures take the votes in the order they began to count: arena.voting.trust)
-    order = (Vote.public_at, Vote.id) if slice_.as_of is not None else (Vote.id,)
-    rows = db.session.execute(query.order_by(*order)).all()
+    query = query.add_columns(*columns, Vote.id)
+    rows = db.session.execute(query.order_by(Vote.id)).all()
+    if slice_.as_of is not None:  # (as the public Elo takes them: arena.analysis.published)
+        rows = [rows[k] for k in keyed_order([r[-1] for r in rows], published.elo_key())]
+    rows = [r[:-1] for r in rows]
     index = {model_id: i for i, model_id in enumerate(counted.ids)}
     rows = [r for r in rows if r[0] in index and r[1] in index and r[0] != r[1]]
     winners = np.array([index[r[0]] for r in rows], dtype=np.int64)

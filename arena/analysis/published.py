@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
 from flask import current_app
 from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -34,7 +35,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from arena import criteria
 from arena.extensions import db
 from arena.infra.database import retry_on_lock, write_transaction
-from arena.models import GenModel, PublishedFigures, utcnow
+from arena.infra.secrets import derived_key
+from arena.models import GenModel, PublishedFigures, Vote, utcnow
 
 EPOCH = datetime(2000, 1, 1)
 ALL = 0  # the key of figures that are not one campaign's or one model's
@@ -43,7 +45,7 @@ ALL = 0  # the key of figures that are not one campaign's or one model's
 # commits milliseconds later (arena.voting.votes._record); a skip or a report is stamped
 # before its write waits for SQLite's writer (its busy timeout is 15 s, a locked write is
 # tried up to five times), and counts from one period on if it commits later (they are
-# counted afresh each period; the online Elo alone carries on from the last period's).
+# counted afresh each period).
 SETTLED = timedelta(minutes=2)
 
 
@@ -201,8 +203,8 @@ class EloFigures:
 
 def elo() -> EloFigures:
     """The online Elo the public pages show: the live path's update replayed over the votes
-    that count, stamped before the period's cut-off, in the order they were stored (within
-    each period since the last figures: see :func:`_elo_before`)."""
+    counted in public figures before the period's cut-off, in an order keyed by
+    ``SECRET_KEY`` (:func:`_elo_before`)."""
     published = figures("elo", ALL, _elo_before, load=_elo_ratings)
     return EloFigures(published.as_of, published.payload)
 
@@ -213,36 +215,40 @@ def _elo_ratings(payload: dict) -> dict[str, list[tuple[str, float, int, int]]]:
             for criterion in criteria.names()}
 
 
+def elo_key() -> int:
+    """The key of the public Elo's order: 64 bits of one derived from ``SECRET_KEY``."""
+    key = derived_key(current_app.config["SECRET_KEY"], b"arena elo order")
+    return int.from_bytes(key[:8], "big")
+
+
 def _elo_before(before: datetime) -> dict[str, list]:
-    """Every model's Elo over the votes before ``before``: the last figures stored (an
-    earlier period's) carried on over the votes since their cut-off, or, without any, the
-    whole log replayed (2M votes on SQLite: 2.2 s, against 0.23 s for an hour of 20,000;
-    benchmarks/rank_db.py)."""
-    from arena.voting.votes import elo_params, replayed
+    """Every model's Elo over the votes counted in public figures before ``before``, in the
+    order :func:`arena.ranking.elo.keyed_order` draws from their ids, not the order they
+    came in: online Elo weighs its latest votes most (at ``ELO_K`` 4 a model's rating is
+    mostly its last two hundred games), so in arrival order a period's votes that pass the
+    screens move it further than the Bradley-Terry fit; keyed, they weigh as any others.
+    The whole log each period, taken by the timer's run (benchmarks/rank_db.py)."""
+    from arena.ranking.elo import elo, keyed_order
+    from arena.voting.votes import elo_params
 
     names = dict(db.session.execute(select(GenModel.id, GenModel.name)).all())
-    since, last = _last_elo(before)
+    ids = np.array(sorted(names), dtype=np.int64)
+    index = np.zeros(int(ids.max(initial=0)) + 1, dtype=np.int64)
+    index[ids] = np.arange(ids.size)
     ratings: dict[str, list] = {}
     for criterion in criteria.names():
-        start = {m: last[criterion][name][1:] for m, name in names.items()
-                 if name in last.get(criterion, {})}
-        state = replayed(criterion, list(names), elo_params(), before=before, since=since,
-                         start=start, public=True)
-        rows = [[names[m], rating, votes, wins] for m, (rating, votes, wins) in state.items()]
-        ratings[criterion] = sorted(rows, key=lambda row: (-row[1], row[0]))
+        rows = np.array(db.session.execute(
+            select(Vote.id, Vote.winner_model_id, Vote.loser_model_id)
+            .where(Vote.criterion == criterion, Vote.is_validation.is_(False),
+                   Vote.flags == 0, Vote.public_at < before,
+                   Vote.winner_model_id != Vote.loser_model_id)).all(),
+            dtype=np.int64).reshape(-1, 3)
+        rows = rows[keyed_order(rows[:, 0], elo_key())]
+        winners, losers = index[rows[:, 1]], index[rows[:, 2]]
+        rating = elo(winners, losers, ids.size, params=elo_params())
+        wins = np.bincount(winners, minlength=ids.size)
+        votes = wins + np.bincount(losers, minlength=ids.size)
+        table = [[names[int(m)], float(rating[i]), int(votes[i]), int(wins[i])]
+                 for i, m in enumerate(ids)]
+        ratings[criterion] = sorted(table, key=lambda row: (-row[1], row[0]))
     return ratings
-
-
-def _last_elo(before: datetime) -> tuple[datetime | None, dict[str, dict[str, tuple]]]:
-    """The latest Elo figures stored with a cut-off not after ``before``: (their cut-off,
-    {criterion: {model: row}}), or (None, {}) when there are none (or none readable)."""
-    row = db.session.execute(
-        select(PublishedFigures.as_of, PublishedFigures.payload)
-        .where(PublishedFigures.kind == "elo", PublishedFigures.key == ALL,
-               PublishedFigures.as_of <= before)
-        .order_by(PublishedFigures.as_of.desc()).limit(1)).first()
-    last = _UNREADABLE if row is None else _loaded(row, _elo_ratings)
-    if last is _UNREADABLE:
-        return None, {}
-    return last.as_of, {criterion: {r[0]: r for r in rows}
-                        for criterion, rows in last.payload.items()}

@@ -27,13 +27,13 @@ import numpy as np
 from flask import current_app
 from PIL import Image as PILImage
 from PIL import ImageDraw, ImageFilter, ImageOps
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from arena.analysis import published
 from arena.campaigns import campaigns
 from arena.catalog import images, prompts
 from arena.extensions import db
-from arena.models import GenModel, Prompt, PromptSet, Task
+from arena.models import KEYS, Comparison, GenModel, Prompt, PromptSet, Task
 from arena.voting import matchmaking, tasks, voters, votes
 from arena.voting.votes import ensure_ratings
 
@@ -261,6 +261,15 @@ SIMULATED_COUNTRIES = ("US", "BR", "DE", "FR", "IN", "JP", "NG", "KE", "AU", "MX
 # The page language a simulated voter from a country answers in (English elsewhere), so the
 # demo's votes can be sliced by language as real ones can.
 SIMULATED_LANGUAGES = {"BR": "pt", "MX": "es", "IN": "hi", "ID": "id"}
+
+
+def seed_shuffle_keys(seed: int = 0) -> None:
+    """Every pair's shuffle key (matchmaking's tie-break, drawn by ``secrets`` in production)
+    from ``seed``: a simulation's voters meet the same pairs in every run (not committed)."""
+    ids = db.session.scalars(select(Comparison.id).order_by(Comparison.id)).all()
+    keys = np.random.default_rng(seed).integers(0, KEYS, len(ids))
+    db.session.execute(update(Comparison), [{"id": i, "shuffle_key": int(k)}
+                                            for i, k in zip(ids, keys, strict=True)])
 
 
 def simulate_votes(n_votes: int, rng: np.random.Generator, progress=None,

@@ -90,6 +90,19 @@ def elo(winners, losers, n_items: int, ties=None, params: EloParams = EloParams(
     return replay_elo(games, n_items, params)
 
 
+def keyed_order(ids, key: int) -> np.ndarray:
+    """The indices that sort ``ids`` (distinct integers) into an order drawn from ``key``
+    (64 bits): each id's place is splitmix64's finaliser of it with the key, so ids added
+    later fall among the others at random and leave their order as it was, and without the
+    key nothing says where an id falls."""
+    z = np.asarray(ids, dtype=np.int64).astype(np.uint64) ^ np.uint64(key & (2**64 - 1))
+    with np.errstate(over="ignore"):
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return np.argsort(z ^ (z >> np.uint64(31)), kind="stable")
+
+
 @dataclass(frozen=True)
 class EloIntervals:
     """Elo with a confidence interval for its order-free value.

@@ -405,27 +405,15 @@ def replay(progress=None) -> dict[str, int]:
     return counts
 
 
-def replayed(criterion: str, model_ids: list[int], params: EloParams, progress=None,
-             before: datetime | None = None, since: datetime | None = None,
-             start: dict[int, list] | None = None, public: bool = False) -> dict[int, list]:
-    """Online Elo of ``criterion`` replayed from the vote log in vote-id order (the votes
-    stamped before ``before`` and not before ``since``, when given), from the initial rating
-    or from ``start`` where it has a model: ``{model_id: [rating, votes, wins]}``. With
-    ``public``, the votes counted in public figures in that time (:mod:`arena.voting.trust`),
-    in the order they began to count (their stamp, for a trusted voter's), then by id."""
-    start = start or {}
-    state = {m: list(start.get(m, (params.initial, 0, 0))) for m in model_ids}
-    stamp = Vote.public_at if public else Vote.created_at
+def replayed(criterion: str, model_ids: list[int], params: EloParams,
+             progress=None) -> dict[int, list]:
+    """Online Elo of ``criterion`` replayed from the vote log in vote-id order, from the
+    initial rating: ``{model_id: [rating, votes, wins]}``."""
+    state = {m: [params.initial, 0, 0] for m in model_ids}
     query = (select(Vote.winner_model_id, Vote.loser_model_id)
              .where(Vote.criterion == criterion, Vote.is_validation.is_(False), Vote.flags == 0,
                     Vote.winner_model_id.is_not(None), Vote.loser_model_id.is_not(None))
-             .order_by(*((Vote.public_at,) if public else ()), Vote.id))
-    if public:
-        query = query.where(Vote.public_at.is_not(None))
-    if before is not None:
-        query = query.where(stamp < before)
-    if since is not None:
-        query = query.where(stamp >= since)
+             .order_by(Vote.id))
     for winner, loser in db.session.execute(query):
         if winner == loser:
             continue

@@ -18,12 +18,12 @@ from scipy.stats import rankdata
 from sqlalchemy import select
 
 from arena.campaigns import campaigns
-from arena.campaigns.demo import _simulated_vote
+from arena.campaigns.demo import _simulated_vote, seed_shuffle_keys
 from arena.extensions import db
 from arena.models import KEYS, Comparison, GenModel, Task, utcnow
 from arena.voting import matchmaking
 from arena.voting.votes import ensure_ratings
-from tests.factories import image_rows, new_voter, seed_shuffle_keys
+from tests.factories import image_rows, new_voter
 
 MODELS = 4
 IMAGES = 4  # per model and prompt: 96 ordinary pairs per prompt

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arena.ranking.elo import EloParams, elo, elo_update, expected_score, replay_elo
+from arena.ranking.elo import EloParams, elo, elo_update, expected_score, keyed_order, replay_elo
 
 
 def test_equal_ratings_move_by_half_k():
@@ -153,3 +153,53 @@ def test_the_two_way_interval_sees_prompt_effects_that_voters_alone_miss():
     assert both > 1.4 * voters
     voters, both = widths(replace(suited, prompt_effect=0.0), 3)
     assert voters <= both < 1.25 * voters
+
+
+def test_a_keyed_order_is_a_permutation_that_new_ids_leave_alone():
+    ids = np.arange(1, 5001, dtype=np.int64)
+    order = keyed_order(ids, key=123)
+    assert sorted(order.tolist()) == list(range(ids.size))
+    assert not np.array_equal(order, np.arange(ids.size))
+    assert not np.array_equal(order, keyed_order(ids, key=124))
+    more = np.arange(1, 6001, dtype=np.int64)  # (a later period's ids added)
+    placed = more[keyed_order(more, key=123)]
+    assert np.array_equal(placed[placed <= 5000], ids[order])
+    # the new ids fall among the old at random: as many in each half of the order
+    halves = np.flatnonzero(placed > 5000) < more.size // 2
+    assert abs(halves.mean() - 0.5) < 0.05
+
+
+def test_keyed_elo_weighs_a_last_period_farm_as_its_share_of_all_the_votes():
+    """A farm whose votes all come last, each like the crowd's but a few for the target:
+    the Elo in arrival order weighs them as most of the target's last games; in a keyed
+    order they weigh as their share of all its games, so its rating moves as the batch
+    fit's does (a fraction of the arrival order's move)."""
+    rng = np.random.default_rng(7)
+    strengths = np.array([1.0, 0.6, 0.3, 0.0, -0.3, -0.6, -0.9, -1.2])
+    n_items, target = strengths.size, 6
+
+    def crowd(n):
+        a = rng.integers(0, n_items, n)
+        b = (a + rng.integers(1, n_items, n)) % n_items
+        left = rng.random(n) < 1 / (1 + np.exp(strengths[b] - strengths[a]))
+        return np.where(left, a, b), np.where(left, b, a)
+
+    honest_w, honest_l = crowd(8000)
+    farm_w, farm_l = crowd(2000)
+    with_target = (farm_w == target) | (farm_l == target)
+    farm_w, farm_l = farm_w.copy(), farm_l.copy()
+    other = np.where(farm_w == target, farm_l, farm_w)
+    farm_w[with_target], farm_l[with_target] = target, other[with_target]
+    winners, losers = np.r_[honest_w, farm_w], np.r_[honest_l, farm_l]
+    ids = np.arange(winners.size)
+    keyed = keyed_order(ids, key=99)
+
+    def lift(order):
+        after = elo(winners[order], losers[order], n_items)
+        honest = order[order < honest_w.size]
+        before = elo(winners[honest], losers[honest], n_items)
+        return after[target] - before[target]
+
+    arrival, drawn = lift(ids), lift(keyed)
+    assert arrival > 300  # (~500 points: the farm's games are the target's last ones)
+    assert drawn < arrival / 3  # (~110: a fifth of its games)

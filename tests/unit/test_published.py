@@ -4,7 +4,6 @@ of before their time."""
 
 from __future__ import annotations
 
-import json
 import threading
 from datetime import datetime, timedelta
 
@@ -18,6 +17,7 @@ from arena.campaigns.progress import progress, public_progress
 from arena.catalog.registry import model_stats
 from arena.extensions import db
 from arena.models import GenModel, PublishedFigures, Task, Vote, utcnow
+from arena.ranking.elo import elo_update, keyed_order
 from arena.voting import tasks, votes
 from tests.factories import answer, make_campaign, new_voter, start, time_passes
 from tests.security.test_gold import publish_live
@@ -148,9 +148,7 @@ def test_every_public_figure_counts_to_one_cutoff(ctx):
     assert {row.model: row.rating for row in table.rows} == {
         m.model: m.online_elo for m in board.models if m.votes}
     names = {m.id: m.name for m in campaign["models"]}
-    replayed = votes.replayed("preference", list(names), votes.elo_params(), before=cut)
-    assert {names[m]: r for m, (r, n, _) in replayed.items() if n} == {
-        row.model: row.rating for row in table.rows}
+    assert _keyed_replay(names, cut) == {row.model: row.rating for row in table.rows}
     published.forget()  # asked again, in any order: the same figures
     assert elo_table("preference") == table
     assert rank_models("preference", rounds=0, public=True).total_votes == 2
@@ -213,12 +211,25 @@ def test_figures_stored_in_another_shape_are_worked_out_again(ctx):
     assert len(calls) == 1
 
 
-def test_the_hours_elo_carries_the_last_figures_on_and_equals_a_full_replay(ctx):
-    """The Elo of a period starts from the last stored figures and replays only the votes
-    since their cut-off: the same ratings as the whole log replayed (stamps in id order)."""
+def _keyed_replay(names: dict[int, str], before) -> dict[str, float]:
+    """The online update over the votes counted before ``before``, one at a time in the
+    order published.elo_key() draws from their ids."""
+    counted = db.session.scalars(select(Vote).where(Vote.public_at < before).order_by(
+        Vote.id)).all()
+    ratings = dict.fromkeys(names, votes.elo_params().initial)
+    for k in keyed_order([v.id for v in counted], published.elo_key()):
+        w, lo = counted[k].winner_model_id, counted[k].loser_model_id
+        ratings[w], ratings[lo] = elo_update(ratings[w], ratings[lo], 1.0, votes.elo_params())
+    played = {m for v in counted for m in (v.winner_model_id, v.loser_model_id)}
+    return {names[m]: r for m, r in ratings.items() if m in played}
+
+
+def test_the_public_elo_replays_every_counted_vote_in_a_keyed_order(ctx):
+    """Each period's Elo is the whole log replayed in the key's order, a later period's
+    votes falling among the earlier ones, not after them: not the order they came in."""
     campaign = make_campaign()
     voter = new_voter()
-    for seed in range(2):
+    for seed in range(3):
         _, session = start(voter, "preference", seed=seed, validation_rate=0.0)
         for k, task in enumerate(session.tasks):
             answer(voter, task, "left" if k % 2 else "right")
@@ -227,21 +238,13 @@ def test_the_hours_elo_carries_the_last_figures_on_and_equals_a_full_replay(ctx)
             first = published.elo()  # stored: three votes before its cut-off
             assert sum(v for _, _, v, _ in first.ratings["preference"]) == 2 * 3
     later = utcnow() + timedelta(minutes=1)
-    carried = published._elo_before(later)["preference"]
-    ids = [m.id for m in campaign["models"]]
     names = {m.id: m.name for m in campaign["models"]}
-    whole = votes.replayed("preference", ids, votes.elo_params(), before=later)
-    assert sum(row[2] for row in carried) == 2 * 6
-    assert {row[0]: (pytest.approx(row[1]), row[2], row[3]) for row in carried} == {
-        names[m]: (r, n, w) for m, (r, n, w) in whole.items()}
-    # (and it did start from the stored figures: moved, they move the result)
-    stored = db.session.scalar(select(PublishedFigures).where(PublishedFigures.kind == "elo"))
-    payload = json.loads(stored.payload)
-    payload["preference"] = [[name, 1100.0, n, w] for name, _, n, w in payload["preference"]]
-    stored.payload = json.dumps(payload)
-    db.session.commit()
-    moved = published._elo_before(later)["preference"]
-    assert sum(row[1] for row in moved) == pytest.approx(1100.0 * len(moved))
+    public = published._elo_before(later)["preference"]
+    assert sum(row[2] for row in public) == 2 * 9
+    keyed = _keyed_replay(names, later)
+    assert {row[0]: row[1] for row in public if row[2]} == pytest.approx(keyed)
+    arrival = votes.replayed("preference", list(names), votes.elo_params())
+    assert {names[m]: r for m, (r, n, _) in arrival.items() if n} != pytest.approx(keyed)
 
 
 def test_nothing_stamped_within_the_period_moves_a_public_figure(make_app, monkeypatch):

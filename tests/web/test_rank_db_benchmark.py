@@ -22,7 +22,7 @@ def test_the_rank_db_benchmark_prints_its_figures_and_pairs_the_progress_page():
     assert re.search(r"SQLite: 3,\d{3} stored votes", out), out
     for figure in (r"`arena rank --criterion preference`, whole command, median of 3: [\d.]+ s",
                    r"to the cut-off \d+ ms \(ratio [\d.]+x\)",
-                   r"over the whole log \d+ ms, carried on .* \d+ ms",
+                   r"keyed order\) \d+ ms, the live Elo replayed in arrival order \d+ ms \(ratio",
                    r"progress page to the cut-off \d+ ms \(live \d+ ms\)",
                    r"progress page to the cut-off: HEAD \d+ ms, now \d+ ms .*[\d.]+x faster",
                    r"progress page live: HEAD \d+ ms, now \d+ ms"):
