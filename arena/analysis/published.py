@@ -25,6 +25,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -237,12 +238,14 @@ def _elo_before(before: datetime) -> dict[str, list]:
     index[ids] = np.arange(ids.size)
     ratings: dict[str, list] = {}
     for criterion in criteria.names():
-        rows = np.array(db.session.execute(
+        found = db.session.execute(
             select(Vote.id, Vote.winner_model_id, Vote.loser_model_id)
             .where(Vote.criterion == criterion, Vote.is_validation.is_(False),
                    Vote.flags == 0, Vote.public_at < before,
-                   Vote.winner_model_id != Vote.loser_model_id)).all(),
-            dtype=np.int64).reshape(-1, 3)
+                   Vote.winner_model_id != Vote.loser_model_id)).all()
+        # (np.array over rows takes each Row for a sequence: 21 s for 2M, against 0.2)
+        rows = np.fromiter(chain.from_iterable(found), dtype=np.int64,
+                           count=3 * len(found)).reshape(-1, 3)
         rows = rows[keyed_order(rows[:, 0], elo_key())]
         winners, losers = index[rows[:, 1]], index[rows[:, 2]]
         rating = elo(winners, losers, ids.size, params=elo_params())

@@ -289,10 +289,11 @@ def leaderboard():
     ``poststratify``): Bradley-Terry with instant intervals and rank sets over the votes
     counted before ``as_of``, the period's cut-off (:mod:`arena.analysis.published`); with
     ``method=elo`` the online Elo table to the same cut-off (the votes in the public Elo's
-    keyed order: :func:`arena.analysis.published.elo`). With an analyst token: any method (``bt`` by default, with instant
-    or bootstrap intervals, resampling ``cluster`` units: voters and prompts by default),
-    slice, margins (``margin=continent&margin=gender:female=0.5,male=0.5``), reliability
-    weights (``weights=reliability``) and format (json, csv, parquet), from the votes counted
+    keyed order: :func:`arena.analysis.published.elo`). With an analyst token: any method
+    (``bt`` by default, with instant or bootstrap intervals, resampling ``cluster`` units:
+    voters and prompts by default), slice, margins
+    (``margin=continent&margin=gender:female=0.5,male=0.5``), reliability weights
+    (``weights=reliability``) and format (json, csv, parquet), from the votes counted
     in public figures as of the last farm screen (``as_of``), or with ``live=true`` every
     vote to the second (flagged as such).
     ---
