@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import sys
 from pathlib import Path
 
 from flask import Flask, request
@@ -74,15 +73,12 @@ def wsgi_app() -> Flask:
             "would invent its own and sessions would break between them. Run `arena db upgrade` "
             "or `arena demo` once (they write the keys to instance/config.py), or set "
             + " and ".join(f"ARENA_{k}" for k in missing) + ".")
-    interval = app.config["SWITCH_INTERVAL_MS"]
-    if isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0:
-        raise ValueError(f"ARENA_SWITCH_INTERVAL_MS must be a positive number of "
-                         f"milliseconds, not {interval!r}")
+    from arena.infra import devices
     from arena.infra.instance import check_schema
 
     with app.app_context():
         check_schema()
-    sys.setswitchinterval(interval / 1000)  # (the process's: see Defaults.SWITCH_INTERVAL_MS)
+    devices.switch_interval(app)  # (the process's: see Defaults.SWITCH_INTERVAL_MS)
     from arena.infra.checkpoints import checkpoint_in_background
 
     checkpoint_in_background(app)  # (SQLite: WAL checkpoints out of the requests' way)
@@ -147,12 +143,17 @@ def configure_proxies(app: Flask) -> None:
 def configure_extensions(app: Flask) -> None:
     """What every service needs: the database, the job queue, the image store."""
     from arena.extensions import db
-    from arena.infra import database, jobs  # (database also registers SQLite's hooks)
+    from arena.infra import (
+        database,  # noqa: F401  (it registers SQLite's hooks)
+        devices,
+        jobs,
+    )
     from arena.infra.storage import open_storage
 
     db.init_app(app)
     with app.app_context():
-        database.keep_prepared_on_rollback(db.engine)  # (PostgreSQL: keep what it prepared)
+        if "keep-prepared" in devices.chosen(app.config["DEVICES"]):
+            devices.keep_prepared_on_rollback(db.engine)  # (PostgreSQL: keep what it prepared)
     jobs.init_app(app)  # (the job queue: work in the background, and after an outage)
     # (a bucket's client is made on first use: no I/O here)
     app.extensions["arena_storage"] = open_storage(app.config["STORAGE_URL"],

@@ -189,6 +189,10 @@ class Defaults:
     # the vote's p99 under load fell by 9-23%, benchmarks/ingest.py).
     # Set by wsgi_app (the servers' app), not in the CLI or the tests.
     SWITCH_INTERVAL_MS = 0.5
+    # The performance devices on (arena.infra.devices: keep-prepared, fixed-values,
+    # writer-queue, switch-interval), comma-separated; "" is plain SQLAlchemy and Python's
+    # defaults, to measure what each earns.
+    DEVICES = "keep-prepared,fixed-values,writer-queue,switch-interval"
     # Server-Timing headers (the app's time and SQL statement count per request), for
     # benchmarks/ingest.py and for profiling a deployment; off by default. Never on where
     # voters reach the server: a gold answer's vote runs one statement fewer than an

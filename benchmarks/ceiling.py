@@ -42,7 +42,8 @@ from sqlalchemy import DateTime, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from arena.config import Defaults
-from arena.infra.database import sqlite_writer, writer_wait
+from arena.infra.database import writer_wait
+from arena.infra.devices import sqlite_writer
 from arena.web import server_timing
 
 # the GIL handed on as often as in Arena's servers (``ARENA_SWITCH_INTERVAL_MS``, as ingest.py

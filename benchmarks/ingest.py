@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/ingest.py [--postgres URL] [--users 16] [--seconds 30]
                                           [--rounds 6] [--warmup 2] [--workers CORES] [--threads T]
                                           [--html] [--client requests|fast] [--against REV]
+                                          [--paired KEY=VALUE]
 
 For each database (SQLite, and PostgreSQL when ``--postgres`` names an empty database): a
 fresh instance with the demo campaign as ``arena demo`` leaves it (its gold supply made) is
@@ -36,7 +37,9 @@ is what those cost. Its ratio to the ceiling and Arena's to it are printed by ro
 
 ``--against REV`` (SQLite) serves git revision REV beside the current code, on an instance its
 own ``arena demo`` and ``arena campaign fill-gold`` made, and drives it by turns with the
-others: the current code's votes/s as a share of REV's, in the same run.
+others: the current code's votes/s as a share of REV's, in the same run. ``--paired
+KEY=VALUE`` (SQLite) does the same with the current code under that setting, e.g. ``--paired
+DEVICES=writer-queue`` for what the devices left out earn (arena.infra.devices).
 """
 
 from __future__ import annotations
@@ -309,9 +312,13 @@ def run(label: str, url: str | None, args) -> None:
     args = argparse.Namespace(**{**vars(args), "threads": args.threads
                                  or default_threads(url or "sqlite://")})
     port, serve, serve_log = serve_demo(label, url, args)
-    against = None
+    against, other = None, args.against or ("=".join(args.paired) if args.paired else None)
     if args.against and url is None:
         against = serve_demo(f"{label} at {args.against}", url, args, exported(args.against))
+    elif args.paired and url is None:
+        against = serve_demo(f"{label} with {other}", url,
+                             argparse.Namespace(**{**vars(args), "set": [*args.set,
+                                                                         args.paired]}))
     instance = scratch_dir("arena-ceiling-")
     ceiling_log = instance / "ceiling.log"
     ceiling_url = url or f"sqlite:///{instance / 'ceiling.sqlite3'}"
@@ -363,21 +370,26 @@ def run(label: str, url: str | None, args) -> None:
            combined(floor[0], args.seconds) if floor else None, floor_by_round,
            [p99s(driven) for driven in arena])
     if before is not None:
-        report_against(args.against, arena, before, args.seconds)
+        report_against(other, arena, before, args.seconds)
     if url:
         report_updates(url)
 
 
-def report_against(rev: str, arena: list, before: list, seconds: float) -> None:
-    """The current code's votes/s against revision ``rev``'s, driven by turns."""
+def report_against(other: str, arena: list, before: list, seconds: float) -> None:
+    """The current code's votes/s against ``other``'s (a revision, or KEY=VALUE), driven by
+    turns, with each round's vote p99 of both."""
     now, then = combined(arena, seconds), combined(before, seconds)
-    print(f"  revision {rev}, by turns with the rest:")
+    print(f"  {other}, by turns with the rest:")
     for name in ("session", "read", "vote", "next"):
         if name in then:
-            _print_row(f"{rev[:7]} {name}", then[name])
+            _print_row(f"{other[:7]} {name}", then[name])
     votes, votes_then = (row.get("vote", {}).get("rps", 0.0) for row in (now, then))
-    print(f"  votes/s {votes:.1f} against {votes_then:.1f} at {rev}: ratio "
+    print(f"  votes/s {votes:.1f} against {votes_then:.1f} with {other}: ratio "
           f"{votes / votes_then if votes_then else float('nan'):.2f}")
+    rounds = [p99s(driven).get("vote") for driven in before]
+    if len(rounds) > 1 and None not in rounds:
+        print(f"  app p99 of a vote by round with {other}: "
+              + ", ".join(f"{ms:.2f}" for ms in rounds) + " ms")
     by_round = [_count(a, "vote") / _count(b, "vote") for a, b in zip(arena, before, strict=True)
                 if _count(b, "vote")]
     if len(by_round) > 1:
@@ -492,6 +504,10 @@ def main() -> None:
     parser.add_argument("--against", metavar="REV",
                         help="serve git revision REV too (SQLite), driven by turns with the "
                              "current code")
+    parser.add_argument("--paired", metavar="KEY=VALUE",
+                        type=lambda text: tuple(text.split("=", 1)),
+                        help="serve the current code with this setting too (SQLite), driven "
+                             "by turns with the rest, e.g. DEVICES=... (arena.infra.devices)")
     parser.add_argument("--only", choices=("sqlite", "postgres"))
     parser.add_argument("--client", choices=tuple(CLIENTS), default="requests",
                         help="the load generator's HTTP client (default: requests)")

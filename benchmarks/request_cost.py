@@ -23,9 +23,11 @@ floor of benchmarks/ceiling.py as well (the same requests, answered by a minimal
 implementation of the protocol's records): the server time per vote without what Arena adds
 beyond them, and Arena's share of it (run after Arena and the ceiling, not alternating).
 
-``--paired KEY=VALUE`` measures what one setting costs instead: the same flow in one process,
-with and without it, alternating (eight rounds of ``--cycles``/8 sessions each, so drift of a
-noisy machine falls on both), e.g. ``--paired RATELIMIT_ENABLED=false`` for the rate limiter.
+``--paired KEY=VALUE`` measures what one setting costs instead: the same flow with and without
+it, alternating (eight rounds of ``--cycles``/8 sessions each, each round in a process of its
+own after its warm-up, so drift of a noisy machine falls on both), e.g. ``--paired
+RATELIMIT_ENABLED=false`` for the rate limiter, ``--paired DEVICES=...`` for what a
+performance device earns (arena.infra.devices).
 """
 
 from __future__ import annotations
@@ -218,25 +220,31 @@ def _per_vote(times: dict) -> float:
 def paired(env: dict, html: bool, cycles: int, key: str, value: str,
            warmup: int = WARMUP) -> None:
     """Server time per vote with the instance's settings and with ``key=value``, in
-    alternating rounds in this process."""
-    drive = drive_html if html else drive_arena
-    variants = {"as set": partial(drive, env, warmup=warmup),
-                f"{key}={value}": partial(drive, {**env, f"ARENA_{key}": value},
-                                          warmup=warmup)}
-    base, other = alternate(variants, cycles, " (htmx pages)" if html else "",
-                            lambda: os.environ.pop(f"ARENA_{key}", None))
+    alternating rounds, each in a process of its own (a setting read once per process, as
+    the statements built once are, takes effect in its own rounds only)."""
+    def round_in(variant: dict):
+        def drive(n: int) -> float:
+            done = subprocess.run(
+                [sys.executable, __file__, "--one-round", str(n), "--warmup", str(warmup),
+                 *(["--html"] if html else [])],
+                env=variant, cwd=ROOT, check=True, capture_output=True, text=True)
+            return float(done.stdout.split()[-1])
+        return drive
+
+    variants = {"as set": round_in(env), f"{key}={value}": round_in({**env,
+                                                                      f"ARENA_{key}": value})}
+    base, other = alternate(variants, cycles, " (htmx pages)" if html else "")
     print(f"  the settings as set cost {100 * (base / other - 1):+.1f}% against {key}={value}")
 
 
-def alternate(variants: dict, cycles: int, label: str, before=lambda: None) -> tuple:
-    """Eight alternating rounds of ``cycles``/8 sessions of each variant (a drive function
-    taking the cycle count); prints and returns the median server time per vote of each."""
+def alternate(variants: dict, cycles: int, label: str) -> tuple:
+    """Eight alternating rounds of ``cycles``/8 sessions of each variant (a function of the
+    session count returning the server time per vote); prints and returns the median of
+    each."""
     per_vote: dict = defaultdict(list)
     for _ in range(8):
         for name, drive in variants.items():
-            before()
-            times, _ = drive(max(1, cycles // 8))
-            per_vote[name].append(_per_vote(times))
+            per_vote[name].append(drive(max(1, cycles // 8)))
     print(f"\nserver time per vote, median of 8 alternating rounds of {max(1, cycles // 8)} "
           f"sessions{label}:")
     for name in variants:
@@ -260,7 +268,13 @@ def main() -> None:
     parser.add_argument("--paired", metavar="KEY=VALUE",
                         type=lambda text: tuple(text.split("=", 1)),
                         help="the server time per vote with and without this setting")
+    parser.add_argument("--one-round", type=int, metavar="SESSIONS", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_round:  # (one of --paired's rounds, on the instance of its environment)
+        times, _ = (drive_html if args.html else drive_arena)(dict(os.environ), args.one_round,
+                                                              warmup=args.warmup)
+        print(_per_vote(times))
+        return
     instance = scratch_dir("arena-cost-")
     env = prepare(instance, args.postgres, args.prompts, args.set)
     if args.paired:

@@ -8,27 +8,24 @@ updates with ``SELECT ... FOR UPDATE``.
 
 from __future__ import annotations
 
-import logging
 import os
-import re
 import sqlite3
 import stat
-import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import TypeVar
 
-from sqlalchemy import Integer, String, bindparam, case, event, literal_column, select, text
+from sqlalchemy import bindparam, case, event, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from arena.errors import NotFound, Unavailable
 from arena.extensions import db
+from arena.infra import devices
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
 _SQLITE_BEGIN = "arena_sqlite_begin"
 _BEGIN = {"DEFERRED": "BEGIN DEFERRED", "IMMEDIATE": "BEGIN IMMEDIATE"}
 
@@ -71,55 +68,6 @@ def _sqlite_on_begin(conn):
     conn.exec_driver_sql(_BEGIN[conn.get_execution_options().get(_SQLITE_BEGIN, "DEFERRED")])
 
 
-# psycopg forgets its prepared statements at every rollback (DEALLOCATE ALL), and most
-# rollbacks here end transactions that only read: PostgreSQL spent 2.2 ms of CPU per
-# vote-path request against the protocol floor's 0.4 (benchmarks/ingest.py, its log). A
-# transaction that wrote nothing (PostgreSQL gave it no id) is rolled back on libpq's own
-# connection, which psycopg does not watch, so the statements stay prepared.
-_WROTE = {True: "SELECT pg_current_xact_id_if_assigned() IS NOT NULL",
-          False: "SELECT txid_current_if_assigned() IS NOT NULL"}  # (before PostgreSQL 13)
-
-
-def keep_prepared_on_rollback(engine: Engine) -> None:
-    """On PostgreSQL (psycopg), roll back a transaction that wrote nothing without the
-    driver forgetting its prepared statements (see above). Nothing on other databases or
-    drivers."""
-    if engine.dialect.name != "postgresql" or engine.dialect.driver != "psycopg":
-        return
-    from psycopg import Error as DriverError
-    from psycopg.pq import ExecStatus, TransactionStatus
-
-    def rollback_keeping_statements(conn) -> None:
-        if conn.invalidated or not conn.connection.is_valid:
-            return  # (its connection was lost or dropped: there is nothing to keep)
-        driver = conn.connection.dbapi_connection
-        if driver is None or driver.prepare_threshold is None:
-            return  # (nothing prepared to keep)
-        if driver.info.transaction_status != TransactionStatus.INTRANS:
-            return  # idle, or failed (an error inside it): the driver's rollback as ever
-        try:
-            cursor = driver.cursor()
-            try:
-                cursor.execute(_WROTE[driver.info.server_version >= 130000])
-                wrote = cursor.fetchone()[0]
-            finally:
-                cursor.close()
-            if not wrote:
-                ended = driver.pgconn.exec_(b"ROLLBACK")
-                if ended.status != ExecStatus.COMMAND_OK:
-                    log.warning("rollback on libpq failed (%s); the driver's follows",
-                                ended.error_message.decode(errors="replace"))
-        except DriverError as error:  # (a lost connection: the driver's rollback follows)
-            log.debug("keeping prepared statements over a rollback failed: %s", error)
-
-    event.listen(engine, "rollback", rollback_keeping_statements)
-
-
-# The writer threads of one process queue here and wake the moment it is free, instead of
-# sleeping in SQLite's busy handler (1-100 ms steps): a vote's p99 43-50 ms against 190-460
-# (benchmarks/ingest.py). Other processes still meet at SQLite's lock.
-sqlite_writer = threading.RLock()
-
 # The request's time waiting to write on SQLite (ms: from asking for the writer lock, this
 # process's and then SQLite's, until holding both), and then holding them (until the commit
 # or rollback is done), each summed over its write transactions. Set to [0.0, 0.0] by
@@ -140,7 +88,7 @@ def write_transaction():
     waits = writer_wait.get() if sqlite else None
     asked = time.perf_counter() if waits is not None else 0.0
     holding = 0.0
-    with sqlite_writer if sqlite else nullcontext():
+    with devices.writer_queue() if sqlite else nullcontext():
         try:
             # (a BEGIN that failed, the lock not had in time, leaves the session clean for
             # retry_on_lock's next attempt)
@@ -203,25 +151,6 @@ def param(name: str, column):
     times with a dict of values (the hot paths: building a statement costs more than running
     it). The column's type makes SQLite store and compare datetimes as the column does."""
     return bindparam(name, type_=column.type)
-
-
-_WORD = re.compile(r"[a-z_]+")
-
-
-def fixed(value: int | str):
-    """``value`` (a count, or a word of the code's own such as a criterion) written into a
-    statement built once, where it would otherwise be sent as a parameter. PostgreSQL plans
-    a prepared statement for its values each time it runs unless its plan for any values
-    (the generic plan) costs no more, and without the value it guesses: a LIMIT at a tenth
-    of the rows, a criterion as the average of all three. A session's picks were planned
-    afresh every time: 1.7-3.0 ms of planning each, against 0.5-0.7 for the kept plan
-    (EXPLAIN on benchmarks/request_cost.py's demo; tests/unit/test_matchmaking.py holds
-    them to it)."""
-    if isinstance(value, str):
-        if not _WORD.fullmatch(value):
-            raise ValueError(f"not a word to write into a statement: {value!r}")
-        return literal_column(f"'{value}'", type_=String)
-    return literal_column(str(int(value)), type_=Integer)
 
 
 def refresh_statistics(*models) -> None:

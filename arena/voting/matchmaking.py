@@ -38,7 +38,8 @@ from sqlalchemy.orm import joinedload
 from arena import criteria
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
-from arena.infra.database import fixed, param, retry_on_lock, write_transaction
+from arena.infra.database import param, retry_on_lock, write_transaction
+from arena.infra.devices import fixed
 from arena.models import (
     KEYS,
     STOPPED,
@@ -77,7 +78,7 @@ class NotYourSession(Forbidden):
 # with the voter's values as parameters: building them cost more than running them. Their
 # parameters: p_voter, p_pool, and p_floor, p_start, p_start2 for the pick (p_start for the
 # gold pick's and the gold check's windows too). Their LIMITs are written into them
-# (arena.infra.database.fixed: PostgreSQL keeps a plan for such a statement).
+# (arena.infra.devices.fixed: PostgreSQL keeps a plan for such a statement).
 _VOTER, _POOL = param("p_voter", Task.voter_id), param("p_pool", Comparison.pool)
 _START = param("p_start", Comparison.shuffle_key)
 

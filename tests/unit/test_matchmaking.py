@@ -3,6 +3,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from flask import current_app
 from sqlalchemy import func, select, update
 
 from arena.errors import Invalid, NotFound
@@ -348,14 +349,18 @@ def test_gold_pairs_are_drawn_by_the_ordinary_pairs_rule(any_campaign):
             for _ in range(20)} == {ids[0]}
 
 
-def test_only_counts_and_plain_words_are_written_into_a_statement():
-    """arena.infra.database.fixed writes its value into the SQL itself: a count, or one of
-    the code's own words (a criterion); anything else is refused before it gets there."""
+def test_only_counts_and_plain_words_are_written_into_a_statement(ctx):
+    """arena.infra.devices.fixed writes its value into the SQL itself: a count, or one of
+    the code's own words (a criterion); anything else is refused before it gets there, with
+    the device on or off (then the value is sent as a parameter)."""
     from sqlalchemy import select
 
-    from arena.infra.database import fixed
+    from arena.infra.devices import fixed
 
     assert str(select(fixed("preference"), fixed(3))) == "SELECT 'preference', 3"
-    for bad in ("x'; DROP TABLE vote; --", "Preference", "3 OR 1=1", ""):
-        with pytest.raises(ValueError, match="not a word"):
-            fixed(bad)
+    for devices in (current_app.config["DEVICES"], ""):
+        current_app.config["DEVICES"] = devices
+        for bad in ("x'; DROP TABLE vote; --", "Preference", "3 OR 1=1", ""):
+            with pytest.raises(ValueError, match="not a word"):
+                fixed(bad)
+    assert fixed("preference") == "preference" and fixed(3) == 3

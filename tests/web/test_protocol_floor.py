@@ -89,7 +89,7 @@ def test_the_floors_writes_queue_on_arenas_writer_lock_and_report_their_wait(flo
     import re
     import threading
 
-    from arena.infra.database import sqlite_writer
+    from arena.infra.devices import sqlite_writer
 
     client = floor.app.test_client()
     first = client.post("/api/v1/sessions", json={})
