@@ -3,14 +3,19 @@ headers trusted only when configured, and no serving with secrets that exist in 
 
 from __future__ import annotations
 
+import contextlib
 import stat
 import subprocess
 import sys
 
 import pytest
+from sqlalchemy import func, select
 
 from arena import EphemeralSecretError, wsgi_app
-from tests.factories import make_campaign
+from arena.extensions import db
+from arena.infra import devices
+from arena.models import Vote
+from tests.factories import answer, make_campaign, start
 
 from .servers import ROOT, free_port, serve, server_env, stop, upgrade, wait_healthy
 
@@ -42,6 +47,32 @@ def test_the_servers_app_hands_the_gil_on_sooner(tmp_path, monkeypatch, switch_i
         with pytest.raises(ValueError, match="ARENA_SWITCH_INTERVAL_MS must be a positive"):
             wsgi_app()
     assert sys.getswitchinterval() == pytest.approx(0.002)
+
+
+def test_each_performance_device_can_be_turned_off_and_plain_arena_votes(
+        tmp_path, monkeypatch, switch_interval, make_app):
+    """DEVICES names the devices on (arena.infra.devices): without switch-interval the
+    servers' app leaves Python's own; a name that is not a device is refused with the
+    names there are; with none at all a voter's session and votes go through as ever."""
+    monkeypatch.setenv("ARENA_INSTANCE_PATH", str(upgrade(tmp_path / "served")))
+    monkeypatch.setenv("ARENA_SECRET_KEY", "k1")
+    monkeypatch.setenv("ARENA_PSEUDONYM_KEY", "k2")
+    sys.setswitchinterval(0.005)
+    monkeypatch.setenv("ARENA_DEVICES", "keep-prepared,fixed-values,writer-queue")
+    wsgi_app()
+    assert sys.getswitchinterval() == pytest.approx(0.005)
+    monkeypatch.setenv("ARENA_DEVICES", "keep-prepared,turbo")
+    with pytest.raises(ValueError, match="ARENA_DEVICES names turbo: the devices are "
+                                         "keep-prepared, fixed-values"):
+        wsgi_app()
+    monkeypatch.delenv("ARENA_DEVICES")
+    with make_app(DEVICES="", VALIDATION_RATE=0.0).app_context():
+        assert isinstance(devices.writer_queue(), contextlib.nullcontext)
+        make_campaign()
+        voter, session = start()
+        for task in session.tasks:
+            answer(voter, task, "left")
+        assert db.session.scalar(select(func.count()).select_from(Vote)) == 3
 
 
 def test_serving_refuses_secrets_that_live_in_one_process(tmp_path, monkeypatch,
