@@ -73,12 +73,10 @@ def wsgi_app() -> Flask:
             "would invent its own and sessions would break between them. Run `arena db upgrade` "
             "or `arena demo` once (they write the keys to instance/config.py), or set "
             + " and ".join(f"ARENA_{k}" for k in missing) + ".")
-    from arena.infra import devices
     from arena.infra.instance import check_schema
 
     with app.app_context():
         check_schema()
-    devices.switch_interval(app)  # (the process's: see Defaults.SWITCH_INTERVAL_MS)
     from arena.infra.checkpoints import checkpoint_in_background
 
     checkpoint_in_background(app)  # (SQLite: WAL checkpoints out of the requests' way)
@@ -151,9 +149,7 @@ def configure_extensions(app: Flask) -> None:
     from arena.infra.storage import open_storage
 
     db.init_app(app)
-    with app.app_context():
-        if "keep-prepared" in devices.chosen(app.config["DEVICES"]):
-            devices.keep_prepared_on_rollback(db.engine)  # (PostgreSQL: keep what it prepared)
+    devices.chosen(app.config["DEVICES"])  # (a name that is none is refused here)
     jobs.init_app(app)  # (the job queue: work in the background, and after an outage)
     # (a bucket's client is made on first use: no I/O here)
     app.extensions["arena_storage"] = open_storage(app.config["STORAGE_URL"],

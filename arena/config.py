@@ -182,17 +182,9 @@ class Defaults:
     UPLOAD_REQUEST_SECONDS = 20
     # /api/v1/health/ready fails below this many MB free where the SQLite file or images live
     READY_MIN_FREE_MB = 32
-    # How often a server process's Python hands the GIL from a busy thread to a waiting one
-    # (ms; Python's own default is 5). A thread holding SQLite's writer lock gives the GIL up
-    # at every statement and waits for it back while another thread of its process runs:
-    # up to the whole interval, with every writer of the machine waiting behind it (at 0.5
-    # the vote's p99 under load fell by 9-23%, benchmarks/ingest.py).
-    # Set by wsgi_app (the servers' app), not in the CLI or the tests.
-    SWITCH_INTERVAL_MS = 0.5
-    # The performance devices on (arena.infra.devices: keep-prepared, fixed-values,
-    # writer-queue, switch-interval), comma-separated; "" is plain SQLAlchemy and Python's
-    # defaults, to measure what each earns.
-    DEVICES = "keep-prepared,fixed-values,writer-queue,switch-interval"
+    # The performance devices on (arena.infra.devices: writer-queue), comma-separated; ""
+    # is plain SQLAlchemy, to measure what each earns.
+    DEVICES = "writer-queue"
     # Server-Timing headers (the app's time and SQL statement count per request), for
     # benchmarks/ingest.py and for profiling a deployment; off by default. Never on where
     # voters reach the server: a gold answer's vote runs one statement fewer than an

@@ -31,7 +31,6 @@ import itertools
 import os
 import re
 import secrets
-import sys
 import time
 from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
@@ -41,15 +40,9 @@ from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import DateTime, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from arena.config import Defaults
 from arena.infra.database import writer_wait
 from arena.infra.devices import sqlite_writer
 from arena.web import server_timing
-
-# the GIL handed on as often as in Arena's servers (``ARENA_SWITCH_INTERVAL_MS``, as ingest.py
-# gives Arena, else Arena's default): its threads then wait for it back as Arena's do
-sys.setswitchinterval(float(os.environ.get("ARENA_SWITCH_INTERVAL_MS",
-                                           Defaults.SWITCH_INTERVAL_MS)) / 1000)
 
 app = Flask(__name__)
 app.config["SQLALCHEMY_DATABASE_URI"] = os.environ["CEILING_DATABASE_URL"]

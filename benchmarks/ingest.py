@@ -324,9 +324,6 @@ def run(label: str, url: str | None, args) -> None:
     ceiling_url = url or f"sqlite:///{instance / 'ceiling.sqlite3'}"
     ceiling_port = free_port()
     ceiling_env = {**os.environ, "CEILING_DATABASE_URL": ceiling_url}
-    for key, value in args.set:  # (--set SWITCH_INTERVAL_MS: every server alike)
-        if key == "SWITCH_INTERVAL_MS":
-            ceiling_env["ARENA_SWITCH_INTERVAL_MS"] = value
     # its table made once, before the workers: two workers creating it at once met
     # "database is locked" on SQLite (a read transaction turned writer does not wait)
     subprocess.run([sys.executable, "-c", "import benchmarks.ceiling"], env=ceiling_env,

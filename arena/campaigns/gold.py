@@ -124,9 +124,7 @@ def replenish(*, voter_id: int, criterion: str, pool: int = 0,
     campaign_id = _wanted_in(matchmaking.gold_check(voter_id, criterion, pool, rng), criterion)
     if campaign_id is None:
         # (checked again under the write lock; here so that a campaign at its cap renders
-        # no copy only to throw it away, after every gold answer. The reads end with a
-        # COMMIT: on PostgreSQL a ROLLBACK costs a statement more, see
-        # arena.infra.database.keep_prepared_on_rollback)
+        # no copy only to throw it away, after every gold answer)
         db.session.commit()
         return None
     # a damaged copy is decoded, damaged and encoded now, before the write lock: the

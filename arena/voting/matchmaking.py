@@ -39,7 +39,6 @@ from arena import criteria
 from arena.errors import Conflict, Forbidden, NotFound
 from arena.extensions import db
 from arena.infra.database import param, retry_on_lock, write_transaction
-from arena.infra.devices import fixed
 from arena.models import (
     KEYS,
     STOPPED,
@@ -77,8 +76,7 @@ class NotYourSession(Forbidden):
 # Matchmaking's statements are built once per criterion and kind (functools.cache) and run
 # with the voter's values as parameters: building them cost more than running them. Their
 # parameters: p_voter, p_pool, and p_floor, p_start, p_start2 for the pick (p_start for the
-# gold pick's and the gold check's windows too). Their LIMITs are written into them
-# (arena.infra.devices.fixed: PostgreSQL keeps a plan for such a statement).
+# gold pick's and the gold check's windows too).
 _VOTER, _POOL = param("p_voter", Task.voter_id), param("p_pool", Comparison.pool)
 _START = param("p_start", Comparison.shuffle_key)
 
@@ -96,10 +94,10 @@ def _candidates(criterion: str, validation: bool, walked: bool = True):
     1,000. OFFSET 0 keeps the subquery from being turned into a join.)"""
     issued = select(Task.id).where(Task.voter_id == _VOTER,
                                    Task.comparison_id == Comparison.id)
-    issued = issued.limit(fixed(1)).offset(fixed(0)).exists() if walked else issued.exists()
+    issued = issued.limit(1).offset(0).exists() if walked else issued.exists()
     query = select(Comparison).where(
         Comparison.pool == _POOL,
-        Comparison.criterion == fixed(criterion),
+        Comparison.criterion == criterion,
         Comparison.is_validation == validation,
         Comparison.paused.is_(False),
         ~issued,
@@ -130,14 +128,14 @@ def window(query, start, size: int):
     point and reads at most ``size`` rows."""
     def run_of(condition):
         return (query.where(condition).order_by(Comparison.shuffle_key)
-                .limit(fixed(size)).subquery())
+                .limit(size).subquery())
 
     halves = [select(run_of(condition), literal(part).label("part"))
               for part, condition in enumerate((Comparison.shuffle_key >= start,
                                                 Comparison.shuffle_key < start))]
     wrapped = union_all(*halves).subquery()
     return (select(*(column for column in wrapped.c if column.key != "part"))
-            .order_by(wrapped.c.part, wrapped.c.shuffle_key).limit(fixed(size)))
+            .order_by(wrapped.c.part, wrapped.c.shuffle_key).limit(size))
 
 
 def at_lowest_level(query, name: str, floor=None):
@@ -145,9 +143,9 @@ def at_lowest_level(query, name: str, floor=None):
     never below it: a stopped pair is served to nobody): the level read by a WITH named
     ``name`` that walks the queue index to the first row. (Only the WITH tests it: beside
     the pick's level, SQLite walked twice as many rows.)"""
-    above = query.where(Comparison.level > (fixed(STOPPED) if floor is None else floor))
+    above = query.where(Comparison.level > (STOPPED if floor is None else floor))
     lowest = (above.with_only_columns(Comparison.level).order_by(Comparison.level)
-              .limit(fixed(1)).cte(name))
+              .limit(1).cte(name))
     return query.where(Comparison.level == select(lowest.c.level).scalar_subquery())
 
 
@@ -163,11 +161,11 @@ def pick_statement(query, limit: int, start, sample: int, second_start):
     query = query.with_only_columns(*PICKED, Comparison.level, Comparison.shuffle_key, served)
     first = window(query, start, sample).subquery()
     second = (query.where(Comparison.shuffle_key >= second_start)
-              .order_by(Comparison.shuffle_key).limit(fixed(sample)).subquery())
+              .order_by(Comparison.shuffle_key).limit(sample).subquery())
     drawn = union(select(first), select(second)).subquery()
     return (select(*(drawn.c[column.key] for column in PICKED), drawn.c.level)
             .order_by(drawn.c.served, drawn.c.shuffle_key < start, drawn.c.shuffle_key)
-            .limit(fixed(limit)))
+            .limit(limit))
 
 
 @cache
@@ -340,7 +338,7 @@ def _gold_check_query(criterion: str):
     regular = (_gold_window(criterion, False, Comparison.issued, Comparison.campaign_id)
                .cte("regular").prefix_with("MATERIALIZED"))  # (read twice, walked once)
     freshest = (select(regular.c.campaign_id).order_by(regular.c.issued)
-                .limit(fixed(1)).scalar_subquery())
+                .limit(1).scalar_subquery())
     gold = _gold_window(criterion, True, Comparison.issued).subquery()
     gold_issued = select(func.avg(gold.c.issued)).scalar_subquery()
     allocated = (select(or_(Campaign.allocation != "balanced", Campaign.early_stop))
@@ -363,8 +361,8 @@ def _criteria_state(voter_id: int, pool: int) -> tuple[list[str], str | None]:
 @cache
 def _criteria_query(names: tuple[str, ...]):
     last = (select(VotingSession.criterion).where(VotingSession.voter_id == _VOTER)
-            .order_by(VotingSession.id.desc()).limit(fixed(1)).scalar_subquery())
-    return select(*(_candidates(c, validation=False).where(Comparison.level > fixed(STOPPED))
+            .order_by(VotingSession.id.desc()).limit(1).scalar_subquery())
+    return select(*(_candidates(c, validation=False).where(Comparison.level > STOPPED)
                     .exists().label(c) for c in names),
                   last.label("last"))
 
@@ -537,7 +535,7 @@ def _issue_statements(*, combined: bool, captioned: tuple[str, ...], count: int 
     unnested = func.unnest(*(bindparam(name, type_=ARRAY(Integer)) for name in (
         "p_ids", "p_positions", "p_lefts", "p_rights"))).table_valued(
         "comparison_id", "position", "left_image_id", "right_image_id").render_derived()
-    rows = select(unnested).limit(fixed(count)).cte("rows")
+    rows = select(unnested).limit(count).cte("rows")
     counted = (count_issued.where(comparison.id.in_(select(rows.c.comparison_id)))
                .returning(literal(1)).cte("counted"))
     columns = ("session_id", "voter_id", "comparison_id", "position", "left_image_id",

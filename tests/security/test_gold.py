@@ -403,9 +403,8 @@ def test_a_campaign_at_its_cap_renders_no_copy_only_to_throw_it_away(live, ctx, 
 def test_the_check_after_a_gold_answer_at_the_cap_is_two_statements_and_a_commit(any_app):
     """After every gold answer the campaign's supply is checked (after the response). At
     the cap that check read the campaign's row and counted its gold in statements of their
-    own, and ended with a ROLLBACK, which on PostgreSQL costs one more statement
-    (keep_prepared_on_rollback): 7 round trips there, 2.3-2.8 ms in-process. It is now the
-    due check and the count in one statement each, and a COMMIT."""
+    own: 7 round trips on PostgreSQL, 2.3-2.8 ms in-process. It is now the due check and the
+    count in one statement each, and a COMMIT."""
     with any_app.app_context():
         publish_live()
         have = _damaged_preference_pairs()

@@ -3,7 +3,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from flask import current_app
 from sqlalchemy import func, select, update
 
 from arena.errors import Invalid, NotFound
@@ -181,33 +180,6 @@ def test_postgresql_probes_the_voters_tasks_per_candidate(pg_app):
     assert "SubPlan" in plan and "Anti Join" not in plan, plan
 
 
-def test_postgresql_keeps_its_plans_of_a_sessions_picks(pg_app):
-    """A session's statements (the criteria left, the gold pair, the pick, the write) are
-    prepared statements run thousands of times: after PostgreSQL's first five plans for the
-    values, each must run on the plan it keeps (a generic plan), not be planned afresh every
-    time (0.9-3.0 ms each: a LIMIT, a criterion or an array's length sent as a parameter
-    made the kept plan look costlier; arena.infra.database.fixed)."""
-    pg_app.config["VALIDATION_RATE"] = 1.0
-    with pg_app.app_context():
-        make_campaign(n_prompts=24, n_models=4, image_size=8)
-        db.session.execute(db.text("ANALYZE"))
-        db.session.commit()
-        rng = np.random.default_rng(4)
-        for n in range(36):  # (each a new voter: every pick runs from the same state)
-            matchmaking.start_session(new_voter(), rng, None if n % 2 else "preference")
-        plans = db.session.execute(db.text(
-            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
-        ).all()
-    kept = {kind: [(generic, custom) for statement, generic, custom in plans
-                   if marker in statement]
-            for kind, marker in (("pick", "WITH lowest AS"), ("gold", "WITH lowest_gold AS"),
-                                 ("criteria", "SELECT EXISTS"), ("write", "WITH rows AS"))}
-    for kind, counts in kept.items():
-        busiest = max(counts, key=sum, default=(0, 0))
-        assert sum(busiest) >= 10, (kind, plans)  # (prepared, by psycopg, after five runs)
-        assert busiest[1] <= 5 and busiest[0] >= 5, (kind, busiest)
-
-
 def test_the_gold_pick_and_the_gold_check_stay_flat_as_the_campaign_grows(ctx):
     """The gold pick (every session that carries a check) read every gold pair left to the
     voter, and the check after each gold answer every ordinary pair besides: with the
@@ -347,20 +319,3 @@ def test_gold_pairs_are_drawn_by_the_ordinary_pairs_rule(any_campaign):
     db.session.commit()
     assert {matchmaking.pick_validation(voter.id, "coherence", rng).id
             for _ in range(20)} == {ids[0]}
-
-
-def test_only_counts_and_plain_words_are_written_into_a_statement(ctx):
-    """arena.infra.devices.fixed writes its value into the SQL itself: a count, or one of
-    the code's own words (a criterion); anything else is refused before it gets there, with
-    the device on or off (then the value is sent as a parameter)."""
-    from sqlalchemy import select
-
-    from arena.infra.devices import fixed
-
-    assert str(select(fixed("preference"), fixed(3))) == "SELECT 'preference', 3"
-    for devices in (current_app.config["DEVICES"], ""):
-        current_app.config["DEVICES"] = devices
-        for bad in ("x'; DROP TABLE vote; --", "Preference", "3 OR 1=1", ""):
-            with pytest.raises(ValueError, match="not a word"):
-                fixed(bad)
-    assert fixed("preference") == "preference" and fixed(3) == 3

@@ -20,50 +20,17 @@ from tests.factories import answer, make_campaign, start
 from .servers import ROOT, free_port, serve, server_env, stop, upgrade, wait_healthy
 
 
-@pytest.fixture
-def switch_interval():
-    """The test process's GIL switch interval, put back after a test that builds the
-    servers' app (wsgi_app sets it)."""
-    before = sys.getswitchinterval()
-    yield
-    sys.setswitchinterval(before)
-
-
-def test_the_servers_app_hands_the_gil_on_sooner(tmp_path, monkeypatch, switch_interval):
-    """A thread holding SQLite's writer lock waits for the GIL back after every statement
-    (docs/configuration.md, SWITCH_INTERVAL_MS): the servers' processes switch every
-    0.5 ms, not Python's 5, and a value that cannot be one is refused with its name."""
-    monkeypatch.setenv("ARENA_INSTANCE_PATH", str(upgrade(tmp_path)))
-    monkeypatch.setenv("ARENA_SECRET_KEY", "k1")
-    monkeypatch.setenv("ARENA_PSEUDONYM_KEY", "k2")
-    sys.setswitchinterval(0.005)
-    wsgi_app()
-    assert sys.getswitchinterval() == pytest.approx(0.0005)
-    monkeypatch.setenv("ARENA_SWITCH_INTERVAL_MS", "2")
-    wsgi_app()
-    assert sys.getswitchinterval() == pytest.approx(0.002)
-    for bad in ("0", "-1", '"fast"', "true"):
-        monkeypatch.setenv("ARENA_SWITCH_INTERVAL_MS", bad)
-        with pytest.raises(ValueError, match="ARENA_SWITCH_INTERVAL_MS must be a positive"):
-            wsgi_app()
-    assert sys.getswitchinterval() == pytest.approx(0.002)
-
-
 def test_each_performance_device_can_be_turned_off_and_plain_arena_votes(
-        tmp_path, monkeypatch, switch_interval, make_app):
-    """DEVICES names the devices on (arena.infra.devices): without switch-interval the
-    servers' app leaves Python's own; a name that is not a device is refused with the
-    names there are; with none at all a voter's session and votes go through as ever."""
+        tmp_path, monkeypatch, make_app):
+    """DEVICES names the devices on (arena.infra.devices): a name that is not a device is
+    refused with the names there are; with none at all a voter's session and votes go
+    through as ever."""
     monkeypatch.setenv("ARENA_INSTANCE_PATH", str(upgrade(tmp_path / "served")))
     monkeypatch.setenv("ARENA_SECRET_KEY", "k1")
     monkeypatch.setenv("ARENA_PSEUDONYM_KEY", "k2")
-    sys.setswitchinterval(0.005)
-    monkeypatch.setenv("ARENA_DEVICES", "keep-prepared,fixed-values,writer-queue")
-    wsgi_app()
-    assert sys.getswitchinterval() == pytest.approx(0.005)
-    monkeypatch.setenv("ARENA_DEVICES", "keep-prepared,turbo")
+    monkeypatch.setenv("ARENA_DEVICES", "writer-queue,turbo")
     with pytest.raises(ValueError, match="ARENA_DEVICES names turbo: the devices are "
-                                         "keep-prepared, fixed-values"):
+                                         "writer-queue"):
         wsgi_app()
     monkeypatch.delenv("ARENA_DEVICES")
     with make_app(DEVICES="", VALIDATION_RATE=0.0).app_context():
@@ -75,8 +42,7 @@ def test_each_performance_device_can_be_turned_off_and_plain_arena_votes(
         assert db.session.scalar(select(func.count()).select_from(Vote)) == 3
 
 
-def test_serving_refuses_secrets_that_live_in_one_process(tmp_path, monkeypatch,
-                                                         switch_interval):
+def test_serving_refuses_secrets_that_live_in_one_process(tmp_path, monkeypatch):
     for key in ("ARENA_SECRET_KEY", "ARENA_PSEUDONYM_KEY"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("ARENA_INSTANCE_PATH", str(tmp_path / "fresh"))

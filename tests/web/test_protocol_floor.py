@@ -20,10 +20,8 @@ def floor(tmp_path, monkeypatch):
     monkeypatch.setenv("CEILING_DATABASE_URL", f"sqlite:///{tmp_path / 'floor.sqlite3'}")
     monkeypatch.syspath_prepend(str(ROOT))
     sys.modules.pop("benchmarks.ceiling", None)  # (the app is built at import, on that URL)
-    switch_interval = sys.getswitchinterval()  # (set at import, as in Arena's servers)
     module = importlib.import_module("benchmarks.ceiling")
     yield module
-    sys.setswitchinterval(switch_interval)
     with module.app.app_context():
         module.db.session.remove()
         module.db.engine.dispose()
