@@ -366,7 +366,8 @@ class Vote(db.Model):
 
 
 class EloRating(db.Model):
-    """Online Elo of one model for one criterion, updated in each vote's transaction."""
+    """Online Elo of one model for one criterion: the vote log replayed to its criterion's
+    checkpoint (:mod:`arena.voting.live_elo`)."""
 
     __tablename__ = "elo_rating"
     criterion: Mapped[str] = mapped_column(String(20), primary_key=True)
@@ -376,6 +377,15 @@ class EloRating(db.Model):
     wins: Mapped[int] = mapped_column(Integer, default=0)
 
     model: Mapped[GenModel] = relationship()
+
+
+class EloCheckpoint(db.Model):
+    """How far a criterion's rating rows have replayed the vote log: every counted vote up to
+    ``through_vote_id``, in id order (:mod:`arena.voting.live_elo`)."""
+
+    __tablename__ = "elo_checkpoint"
+    criterion: Mapped[str] = mapped_column(String(20), primary_key=True)
+    through_vote_id: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class RankingRollup(db.Model):

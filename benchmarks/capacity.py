@@ -17,8 +17,6 @@ per vote (a third of a cycle, its session and confirmations included), it measur
   ``/proc/<pid>/stat`` around each request (in clock ticks of 10 ms: a sum over hundreds of
   requests, not a single one), and that of the server's own processes (WAL writer,
   checkpointer, autovacuum) over the whole run;
-* how long a vote holds its two models' rating rows locked (a model's votes wait for
-  each other: the one limit that more cores do not lift);
 * the transactions, statements and WAL bytes per vote (WAL is the whole server's: run on a
   quiet one; the run says when another database was busy).
 
@@ -42,8 +40,6 @@ from pathlib import Path
 import psycopg
 from harness import scratch_dir
 from request_cost import STATEMENTS, WARMUP, drive_arena, prepare
-from sqlalchemy import event
-from sqlalchemy.orm import Session
 
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 SERVER = {"cores": 8, "processes": 8, "threads": 4}  # one app server, as sized below
@@ -100,24 +96,6 @@ class Meter:
         return response
 
 
-def rating_holds(engine) -> list[float]:
-    """Per vote, how long its two rating rows stay locked (ms): from the statement that locks
-    them to the end of its commit. Votes on a model wait for each other that long."""
-    held, taken = [], {}
-
-    @event.listens_for(engine, "after_cursor_execute")
-    def locked(_conn, _cursor, statement, *_):
-        if "FOR UPDATE" in statement and "elo_rating" in statement:
-            taken["at"] = time.perf_counter()
-
-    @event.listens_for(Session, "after_commit")
-    def committed(_session):
-        if "at" in taken:
-            held.append((time.perf_counter() - taken.pop("at")) * 1000)
-
-    return held
-
-
 def database_totals(conn, name: str) -> dict:
     conn.execute("SELECT pg_stat_clear_snapshot()")
     row = conn.execute(
@@ -146,13 +124,9 @@ def main() -> None:
         env = prepare(scratch_dir("arena-capacity-"), url, args.prompts, args.set)
         os.environ.update(env)
         from arena import create_app
-        from arena.extensions import db
 
         app = create_app()
         client = app.test_client()
-        with app.app_context():
-            holds = rating_holds(db.engine)
-
         def backends():
             return [pid for (pid,) in admin.execute(
                 "SELECT pid FROM pg_stat_activity WHERE datname = %s", (name,))]
@@ -161,7 +135,6 @@ def main() -> None:
         pids = backends()  # (the app's pooled connections, after its first request)
         meter = Meter(lambda: pids)
         drive_arena(env, 0, client, warmup=args.warmup, measure=meter)
-        holds.clear()
         pids[:] = backends()
         everything = server_processes(admin, name)
         busy = others_busy(admin, name)
@@ -187,14 +160,14 @@ def main() -> None:
         if busy:
             print("note: other databases were busy during the run; WAL is the server's")
         report(args, meter, elapsed, all_ms, after["commits"] - before["commits"], float(wal),
-               connections, limit, holds)
+               connections, limit)
     finally:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
 
 
 def report(args, meter: Meter, elapsed: float, all_ms: float, commits: int, wal: float,
-           connections: int, limit: int, holds: list[float]) -> None:
+           connections: int, limit: int) -> None:
     votes = len(meter.app["vote"])
     print(f"PostgreSQL, JSON API, {args.cycles} sessions of 3 votes "
           f"({elapsed:.1f} s, one voter at a time)")
@@ -218,12 +191,6 @@ def report(args, meter: Meter, elapsed: float, all_ms: float, commits: int, wal:
     per_pg_core = args.headroom * 1000 / pg_ms
     print(f"one core at {args.headroom:.0%}: app {per_app_core:,.0f} votes/s, "
           f"PostgreSQL {per_pg_core:,.0f} votes/s; connections held here: {connections}")
-    hold = statistics.median(holds)
-    print(f"rating rows locked per vote: {hold:.2f} ms median, "
-          f"{statistics.quantiles(holds, n=10)[-1]:.2f} ms p90: a model's rating takes "
-          f"{1000 / hold:,.0f} votes/s at most; a criterion of M models in even pairs "
-          f"M x {1000 / (2 * hold):,.0f} (4 models: {4 * 1000 / (2 * hold):,.0f}, "
-          f"20: {20 * 1000 / (2 * hold):,.0f})")
     per_server = per_app_core * SERVER["cores"]
     print(f"\n{'votes/s':>8}{'PG cores':>10}{'app servers':>13}{'connections':>13}"
           f"{'WAL MB/s':>10}")

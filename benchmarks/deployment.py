@@ -22,8 +22,8 @@ from sqlalchemy import select
 
 from arena import create_app
 from arena.extensions import db
-from arena.models import EloRating, Vote
-from arena.voting import votes
+from arena.models import Vote
+from arena.voting import live_elo, votes
 from benchmarks.harness import instance_env
 from tests.conftest import (
     REDIS_URL,
@@ -226,8 +226,7 @@ class Deployment:
 
 
 def ratings() -> dict:
-    return {(r.criterion, r.model_id): (r.rating, r.votes, r.wins)
-            for r in db.session.scalars(select(EloRating))}
+    return live_elo.every_rating()
 
 
 def _environment(instance: Path, url: str, shared: dict) -> dict:

@@ -220,21 +220,17 @@ def check_database(env: dict, acknowledged: set[int]) -> dict:
 
     from arena import create_app
     from arena.extensions import db
-    from arena.models import EloRating, Vote
-    from arena.voting import votes
+    from arena.models import Vote
+    from arena.voting import live_elo, votes
 
     app = create_app()
     with app.app_context():
         stored = set(db.session.scalars(select(Vote.task_id)))
 
-        def ratings():
-            return {(r.model_id, r.criterion): (r.rating, r.votes, r.wins)
-                    for r in db.session.scalars(select(EloRating))}
-
-        online = ratings()
+        online = live_elo.every_rating()
         votes.replay()
         db.session.expire_all()
-        replayed = ratings()
+        replayed = live_elo.every_rating()
         db.engine.dispose()
     return {"stored": len(stored), "lost": len(acknowledged - stored),
             "unacknowledged": len(stored - acknowledged),

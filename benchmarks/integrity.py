@@ -27,8 +27,8 @@ from arena import create_app
 from arena.campaigns import demo
 from arena.extensions import db
 from arena.hype import runs, timing
-from arena.models import Comparison, EloRating, HypeTrial, Task, Vote, utcnow
-from arena.voting import matchmaking, voters, votes
+from arena.models import Comparison, HypeTrial, Task, Vote, utcnow
+from arena.voting import live_elo, matchmaking, voters, votes
 
 
 def new_app(**config):
@@ -48,7 +48,7 @@ def stuffing(app) -> str:
     token = body["voter_token"]
     headers = {"Authorization": f"Bearer {token}"}
     with app.app_context():
-        before = sum(r.votes for r in db.session.scalars(select(EloRating)))
+        before = sum(n for _, n, _ in live_elo.every_rating().values())
     sent = 0
     for _ in range(40):
         for task in body["tasks"]:
@@ -63,7 +63,7 @@ def stuffing(app) -> str:
         stored = db.session.scalar(select(func.count()).select_from(Vote))
         counted = db.session.scalar(select(func.count()).select_from(Vote)
                                     .where(Vote.flags == 0))
-        moved = sum(r.votes for r in db.session.scalars(select(EloRating))) - before
+        moved = sum(n for _, n, _ in live_elo.every_rating().values()) - before
         fastest = db.session.scalar(select(func.max(Vote.server_ms)))
     return (f"{sent} sent, {stored} stored, {counted} counted, online Elo moved by "
             f"{moved // 2} votes (slowest {fastest} ms)")

@@ -39,7 +39,8 @@ from arena.campaigns.progress import progress
 from arena.extensions import db
 from arena.infra.instance import upgrade_schema
 from arena.models import Campaign, Comparison, GenModel, PromptSet, Vote, utcnow
-from arena.voting.votes import elo_params, ensure_ratings, replayed
+from arena.voting.live_elo import replayed
+from arena.voting.votes import elo_params, ensure_ratings
 
 ARENA = str(Path(sys.executable).with_name("arena"))
 
@@ -159,9 +160,8 @@ def public_pages() -> dict[str, float]:
     t0 = time.perf_counter()
     board(True)
     first = time.perf_counter() - t0
-    ids = list(db.session.scalars(select(GenModel.id)))
     return {"whole": median_s(lambda: published._elo_before(cut), 1),
-            "arrival": median_s(lambda: replayed("preference", ids, elo_params()), 1),
+            "arrival": median_s(lambda: replayed("preference", elo_params()), 1),
             "live": median_s(lambda: board(False)), "cut": median_s(lambda: board(True)),
             "first": first,
             "progress": median_s(lambda: progress(campaign, before=cut), 1),

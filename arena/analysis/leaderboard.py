@@ -30,7 +30,7 @@ from arena.analysis.tallies import (
     vote_filter,
 )
 from arena.extensions import db
-from arena.models import Campaign, Comparison, EloRating, GenModel, Vote
+from arena.models import Campaign, Comparison, GenModel, Vote
 from arena.ranking import PairCounts, PairMoments, bootstrap, bradley_terry, instant_intervals
 from arena.ranking.agreement import Agreement, agreement
 from arena.ranking.elo import keyed_order
@@ -377,12 +377,11 @@ def _name_items(flag: str, names: list[str]) -> str:
 
 
 def online_elo(criterion: str) -> dict[str, float]:
-    rows = db.session.execute(
-        select(GenModel.name, EloRating.rating)
-        .join(EloRating, EloRating.model_id == GenModel.id)
-        .where(EloRating.criterion == criterion)
-    )
-    return dict(rows.all())
+    """Every rated model's online Elo now (:mod:`arena.voting.live_elo`), by name."""
+    from arena.voting import live_elo
+
+    names = dict(db.session.execute(select(GenModel.id, GenModel.name)).all())
+    return {names[m]: row[0] for m, row in live_elo.ratings(criterion).items() if m in names}
 
 
 def rank_models(

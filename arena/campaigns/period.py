@@ -5,7 +5,8 @@ The rollups are brought to the public pages' cut-off; once a period the farm scr
 cohort screen run over the votes before it (holding or sending voters' votes back to waiting
 drops the rollups, built again at once); pairs the crowd has settled turn gold; the period's
 public figures are taken if no page has yet; active and early-stopping campaigns decide where
-their next votes go. Idempotent and safe to run twice at once.
+their next votes go; the live Elo's checkpoint moves on (arena.voting.live_elo). Idempotent
+and safe to run twice at once.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from arena.campaigns import allocation, gold
 from arena.campaigns.progress import take_public_figures
 from arena.extensions import db
 from arena.models import Campaign
+from arena.voting import live_elo
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Tick:
     consensus: dict[str, dict[str, int]] = field(default_factory=dict)  # campaign: criterion
     campaigns: int = 0  # whose public figures were taken
     allocations: list = field(default_factory=list)  # (campaign, decisions)
+    elo: dict[str, int] = field(default_factory=dict)  # votes the live Elo's checkpoint took
 
 
 def tick(progress: Callable[[str, int], None] | None = None) -> Tick:
@@ -72,4 +75,5 @@ def tick(progress: Callable[[str, int], None] | None = None) -> Tick:
     db.session.commit()
     done.campaigns = take_public_figures()
     done.allocations = allocation.refresh_all()
+    done.elo = live_elo.advance()
     return done

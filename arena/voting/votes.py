@@ -1,11 +1,7 @@
-"""Voting: accept a vote for an issued task, once, and update the online Elo in the same
-transaction; rebuild every derived number from the vote log.
-
-Lock before you number (docs/design.md): the rating rows of both models are locked
-(``SELECT ... FOR UPDATE``, in model-id order so two votes never deadlock) *before* the vote
-row takes its id, so on PostgreSQL the order of ids equals the order in which the ratings were
-updated and a replay in id order reproduces them exactly. SQLite serialises writers through
-``BEGIN IMMEDIATE``; everything the vote needs is read before that lock is taken.
+"""Voting: accept a vote for an issued task, once: the vote appended to the log with its
+task's and pair's counters, in one short transaction that locks only the voter's row; rebuild
+every derived number from the vote log. The online Elo is the log replayed in id order
+(:mod:`arena.voting.live_elo`).
 """
 
 from __future__ import annotations
@@ -33,7 +29,7 @@ from arena.models import (
     Voter,
     utcnow,
 )
-from arena.ranking.elo import EloParams, elo_update
+from arena.ranking.elo import EloParams
 from arena.voting import flags as vote_flags
 from arena.voting import pacing, trust
 from arena.voting.tasks import NotYourTask, ReadNotConfirmed, TaskNotFound, owned_task
@@ -89,14 +85,6 @@ class Ballot:
     earns: bool = False  # completes the voter's record: their waiting votes count from it
     reviewed: bool = False  # the voter's votes wait on a cohort review
 
-    @property
-    def rated(self) -> bool:
-        """Whether the vote moves the online Elo: an unflagged vote on a regular pair of two
-        different models."""
-        return (not self.is_validation and not self.flags
-                and None not in (self.winner_model_id, self.loser_model_id)
-                and self.winner_model_id != self.loser_model_id)
-
 
 def elo_params() -> EloParams:
     cfg = current_app.config
@@ -105,8 +93,11 @@ def elo_params() -> EloParams:
 
 
 def ensure_ratings(model_ids: list[int]) -> None:
-    """Create missing rating rows at the initial rating (not committed). Called when models
-    join, so the vote path only ever locks rows that exist."""
+    """Create missing rating rows at the initial rating, and each criterion's checkpoint
+    (:mod:`arena.voting.live_elo`), not committed. Called when models join and by
+    ``arena db upgrade``."""
+    from arena.voting import live_elo
+
     initial = float(current_app.config["ELO_INITIAL"])
     have = set(db.session.execute(
         select(EloRating.criterion, EloRating.model_id).where(EloRating.model_id.in_(model_ids))
@@ -115,6 +106,7 @@ def ensure_ratings(model_ids: list[int]) -> None:
         for criterion in criteria.names():
             if (criterion, model_id) not in have:
                 db.session.add(EloRating(criterion=criterion, model_id=model_id, rating=initial))
+    live_elo.ensure_checkpoints()
 
 
 def ensure_all_ratings() -> None:
@@ -172,7 +164,7 @@ def cast_vote(voter: Voter, task_id: int, choice, response_ms=None, *,
     pool = voter.pool or 0  # (read before the commit expires the voter)
     try:
         flags = retry_on_lock(
-            lambda: _record(ballot, elo_params(), stamp_now=now is None))
+            lambda: _record(ballot, stamp_now=now is None))
     except IntegrityError:  # the unique task_id: a concurrent request recorded it first
         db.session.rollback()
         return VoteResult(accepted=False, session_id=context.session_public_id, duplicate=True)
@@ -228,50 +220,32 @@ def _flags(criterion: str, server_ms: int, voter: Voter) -> int:
     return flags
 
 
-def _record(ballot: Ballot, params: EloParams, *, stamp_now: bool = False
-            ) -> int:
+def _record(ballot: Ballot, *, stamp_now: bool = False) -> int:
     """One write transaction: the voter's turn (the pacing floor, decided under the voter's
-    row lock, with the trust change of a gold answer), the rating pair locked, then the vote
-    inserted, the task marked answered, the comparison's counter and the two ratings moved
-    (two statements on PostgreSQL, the turn and the lock in one; five on SQLite, the pair
-    read in the turn's RETURNING; one more when the vote came too fast). Every statement is
-    built once per shape of vote (:func:`_writes`) and run with this vote's values.
+    row lock, with the trust change of a gold answer), then the vote inserted, the task
+    marked answered and the comparison's counter moved (one statement on PostgreSQL, three on
+    SQLite; one more when the vote came too fast). No rating is moved here: the online Elo
+    is the log replayed in id order (:mod:`arena.voting.live_elo`), so a vote locks no row
+    another model's votes wait for. Every statement is built once per shape of vote
+    (:func:`_writes`) and run with this vote's values.
 
     With ``stamp_now`` the vote is stamped once its locks are held (the writer lock on
-    SQLite, the voter and the rating pair on PostgreSQL), not when the request came (the
-    pacing's time, ``ballot.at``): it commits within milliseconds of its stamp, which the
-    public pages' cut-off counts on (arena.analysis.published.SETTLED), and the votes that
-    move one rating are stamped in the order they moved it, so a replay to any cut-off
-    takes them in the live Elo's order. Returns the vote's flags."""
+    SQLite, the voter's row on PostgreSQL), not when the request came (the pacing's time,
+    ``ballot.at``): it commits within milliseconds of its stamp, which the public pages'
+    cut-off and the live Elo's checkpoint count on (arena.analysis.published.SETTLED).
+    Returns the vote's flags."""
     with write_transaction():
         also, trust_step = _trust_change(ballot.correct, ballot.earns)
-        floor = _floor_ms(ballot.criterion)
-        postgres = db.session.get_bind().dialect.name == "postgresql"
-        if ballot.rated and postgres:  # the rating pair locked after the turn, one statement
-            paced, rows = pacing.take_turn(ballot.voter_id, ballot.at, floor, also,
-                                           _ratings_query(), _ratings_params(ballot),
-                                           **trust_step)
-            ratings = _locked_ratings(rows)
-            winner, loser = ratings[ballot.winner_model_id], ratings[ballot.loser_model_id]
-        elif ballot.rated:  # SQLite (its writer lock held): the pair read in the turn's UPDATE
-            paced, row = pacing.take_turn(ballot.voter_id, ballot.at, floor, also,
-                                          returning=_ratings_returned(),
-                                          **_ratings_params(ballot), **trust_step)
-            winner, loser = _returned_ratings(row)
-        else:
-            paced = pacing.take_turn(ballot.voter_id, ballot.at, floor, also, **trust_step)
-        if not paced:
+        if not pacing.take_turn(ballot.voter_id, ballot.at, _floor_ms(ballot.criterion), also,
+                                **trust_step):
             ballot = replace(ballot, flags=ballot.flags | vote_flags.TOO_FAST)
         values = {f"v_{name}": getattr(ballot, name) for name in _VOTE_COLUMNS}
         values["v_created_at"] = max(utcnow(), ballot.at) if stamp_now else ballot.at
         counts = ballot.public or (ballot.earns and not ballot.reviewed)
         values["v_public_at"] = values["v_created_at"] if counts else None
-        if ballot.rated:
-            won, lost = elo_update(winner, loser, 1.0, params)
-            values.update(p_won=won, p_lost=lost)
         # (the unique task_id refuses a concurrent duplicate at the INSERT: all of it, then)
-        for statement in _writes(counted=not ballot.flags, rated=ballot.rated,
-                                 combined=postgres):
+        postgres = db.session.get_bind().dialect.name == "postgresql"
+        for statement in _writes(counted=not ballot.flags, combined=postgres):
             db.session.execute(statement, values)
         if ballot.earns and not ballot.reviewed:  # (once in a voter's life)
             trust.admit(ballot.voter_id, values["v_created_at"])
@@ -284,14 +258,12 @@ _VOTE_COLUMNS = ("task_id", "voter_id", "comparison_id", "criterion", "choice",
 
 
 @cache
-def _writes(*, counted: bool, rated: bool, combined: bool) -> tuple:
-    """The vote, then the task answered, the comparison's counter (only counted votes fill a
-    comparison's quota) and the two ratings. ``combined`` (PostgreSQL): one statement, the
-    others as data-modifying WITH clauses (one round trip instead of four); else one
-    statement each. The same rows either way. Parameters: ``v_<column>`` of the vote,
-    ``p_won`` and ``p_lost`` the new ratings."""
-    vote, task, comparison, rating = (Vote.__table__.c, Task.__table__.c,
-                                      Comparison.__table__.c, EloRating.__table__.c)
+def _writes(*, counted: bool, combined: bool) -> tuple:
+    """The vote, then the task answered and the comparison's counter (only counted votes fill
+    a comparison's quota). ``combined`` (PostgreSQL): one statement, the others as
+    data-modifying WITH clauses (one round trip instead of three); else one statement each.
+    The same rows either way. Parameters: ``v_<column>`` of the vote."""
+    vote, task, comparison = Vote.__table__.c, Task.__table__.c, Comparison.__table__.c
     values = {name: param(f"v_{name}", vote[name])
               for name in (*_VOTE_COLUMNS, "created_at", "public_at")}
     writes = [update(Task.__table__).where(task.id == values["task_id"])
@@ -301,63 +273,11 @@ def _writes(*, counted: bool, rated: bool, combined: bool) -> tuple:
             comparison.id == values["comparison_id"]).values(
             votes_count=comparison.votes_count + 1,
             level=_level(comparison, comparison.votes_count + 1)))
-    if rated:
-        # both rating rows in one UPDATE; the new ratings are computed by the caller, with
-        # the same function as the replay, so they are the same floats
-        is_winner = rating.model_id == values["winner_model_id"]
-        writes.append(update(EloRating.__table__).where(
-            rating.criterion == values["criterion"],
-            rating.model_id.in_([values["winner_model_id"], values["loser_model_id"]]))
-            .values(rating=case((is_winner, param("p_won", rating.rating)),
-                                else_=param("p_lost", rating.rating)),
-                    votes=rating.votes + 1, wins=rating.wins + case((is_winner, 1), else_=0)))
     insert_vote = insert(Vote.__table__).values(values)
     if combined:
         ctes = [w.returning(literal_column("1")).cte(f"w{k}") for k, w in enumerate(writes)]
         return (insert_vote.add_cte(*ctes),)
     return (insert_vote, *writes)
-
-
-@cache
-def _ratings_query():
-    model_id = EloRating.model_id
-    return (select(model_id, EloRating.rating)
-            .where(EloRating.criterion == param("p_criterion", EloRating.criterion),
-                   model_id.in_([param("p_winner", model_id), param("p_loser", model_id)]))
-            .order_by(model_id)
-            .with_for_update())
-
-
-@cache
-def _ratings_returned() -> tuple:
-    """The winner's and the loser's rating as scalar subqueries, for a statement's RETURNING
-    (:func:`_ratings_query`'s rows, where rows cannot be returned)."""
-    rating = EloRating.__table__.c
-    return tuple(
-        select(rating.rating).where(rating.criterion == param("p_criterion", rating.criterion),
-                                    rating.model_id == param(f"p_{side}", rating.model_id))
-        .scalar_subquery().label(f"arena_{side}") for side in ("winner", "loser"))
-
-
-def _returned_ratings(row) -> tuple[float, float]:
-    """The winner's and the loser's rating from :func:`_ratings_returned`."""
-    if row is None or None in tuple(row):
-        raise RuntimeError("rating rows missing (a criterion added since?); run `arena db upgrade`")
-    return row.arena_winner, row.arena_loser
-
-
-def _ratings_params(ballot: Ballot) -> dict:
-    return {"p_criterion": ballot.criterion, "p_winner": ballot.winner_model_id,
-            "p_loser": ballot.loser_model_id}
-
-
-def _locked_ratings(rows) -> dict[int, float]:
-    """The two models' current ratings from :func:`_ratings_query`'s rows (locked, in
-    model-id order, until commit)."""
-    ratings = {row.model_id: row.rating for row in rows}
-    if len(ratings) != 2:
-        raise RuntimeError("rating rows missing (a criterion added since?); run `arena db upgrade`")
-    return ratings
 
 
 def _trust_change(correct: bool | None, earns: bool = False) -> tuple[tuple, dict]:
@@ -394,47 +314,15 @@ def replay(progress=None) -> dict[str, int]:
     with the same update function and the same rule as the live path (flagged votes do not
     count); commits, then sends :data:`arena.events.log_replayed`. Returns votes replayed per
     criterion."""
-    params = elo_params()
-    model_ids = list(db.session.scalars(select(GenModel.id)))
+    from arena.voting import live_elo
+
     with write_transaction():
-        ensure_ratings(model_ids)
+        ensure_ratings(list(db.session.scalars(select(GenModel.id))))
         db.session.flush()
-        counts = {c: _replay_criterion(c, model_ids, params, progress) for c in criteria.names()}
+        counts = live_elo.rebuild(progress)
         _replay_counters()
     events.log_replayed.send(None)
     return counts
-
-
-def replayed(criterion: str, model_ids: list[int], params: EloParams,
-             progress=None) -> dict[int, list]:
-    """Online Elo of ``criterion`` replayed from the vote log in vote-id order, from the
-    initial rating: ``{model_id: [rating, votes, wins]}``."""
-    state = {m: [params.initial, 0, 0] for m in model_ids}
-    query = (select(Vote.winner_model_id, Vote.loser_model_id)
-             .where(Vote.criterion == criterion, Vote.is_validation.is_(False), Vote.flags == 0,
-                    Vote.winner_model_id.is_not(None), Vote.loser_model_id.is_not(None))
-             .order_by(Vote.id))
-    for winner, loser in db.session.execute(query):
-        if winner == loser:
-            continue
-        sw, sl = state[winner], state[loser]
-        sw[0], sl[0] = elo_update(sw[0], sl[0], 1.0, params)
-        sw[1], sl[1], sw[2] = sw[1] + 1, sl[1] + 1, sw[2] + 1
-        if progress is not None:
-            progress(1)
-    return state
-
-
-def _replay_criterion(criterion: str, model_ids: list[int], params: EloParams,
-                      progress) -> int:
-    state = replayed(criterion, model_ids, params, progress)
-    n = sum(wins for _, _, wins in state.values())
-    for model_id, (rating, votes, wins) in state.items():
-        db.session.execute(
-            update(EloRating)
-            .where(EloRating.criterion == criterion, EloRating.model_id == model_id)
-            .values(rating=rating, votes=votes, wins=wins))
-    return n
 
 
 def _replay_counters() -> None:

@@ -18,7 +18,7 @@ from arena.analysis import cohorts, suspects
 from arena.campaigns import campaigns, gold
 from arena.errors import Invalid
 from arena.infra import jobs
-from arena.voting import image_reports
+from arena.voting import image_reports, live_elo
 from arena.web import limits
 from arena.web.errors import renders_errors
 from arena.web.presenters import reported_image_url
@@ -50,7 +50,7 @@ def _page(error=None, notice=None, status=200):
     return render_template("admin/home.html", error=error, notice=notice, criteria=criteria.names(),
                            reported=reported, reasons=image_reports.REASONS,
                            held=suspects.held(), releasing=suspects.releasing(),
-                           jobs_waiting=jobs.pending(),
+                           jobs_waiting=jobs.pending(), elo_behind=live_elo.behind(),
                            reviews=cohorts.reviews(open_only=True),
                            **campaigns.admin_overview()), status
 

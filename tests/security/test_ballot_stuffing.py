@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from arena.analysis.leaderboard import Slice, elo_table, rank_models
 from arena.extensions import db
 from arena.models import Comparison, EloRating, Vote, utcnow
-from arena.voting import flags, tasks, votes
+from arena.voting import flags, live_elo, tasks, votes
 from tests.factories import answer, make_campaign, new_voter, start
 from tests.web.helpers import api_session, bearer
 
@@ -20,8 +20,7 @@ FLOORS = {"preference": 700, "coherence": 900, "alignment": 700}
 
 
 def ratings(criterion="preference"):
-    return {r.model_id: (r.rating, r.votes) for r in db.session.scalars(
-        select(EloRating).where(EloRating.criterion == criterion))}
+    return {m: (r, n) for m, (r, n, _) in live_elo.ratings(criterion).items()}
 
 
 def test_a_script_voting_as_fast_as_it_can_moves_nothing(make_app):

@@ -10,9 +10,10 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
+from arena import criteria
 from arena.extensions import db
-from arena.models import EloRating, Task, Vote, Voter, utcnow
-from arena.voting import flags, tasks, votes
+from arena.models import Task, Vote, Voter, utcnow
+from arena.voting import flags, live_elo, tasks, votes
 from tests.factories import make_campaign, new_voter, start
 
 FLOORS = {"preference": 700, "coherence": 900, "alignment": 700}
@@ -87,13 +88,13 @@ def test_a_session_voted_all_at_once_counts_one_vote(any_app):
         assert sum(1 for v in stored if v.flags == 0) == 4  # one per round
         # only the counted ones moved the ratings, as a replay of the log moves them, and
         # the voter's clock holds the last of the three
-        online = {(r.criterion, r.model_id): (r.rating, r.votes)
-                  for r in db.session.scalars(select(EloRating))}
+        online = {(c, m): (r, n) for c in criteria.names()
+                  for m, (r, n, _) in live_elo.ratings(c).items()}
         assert sum(n for _, n in online.values()) == 2 * 4
         votes.replay()
         db.session.expire_all()
-        assert {(r.criterion, r.model_id): (r.rating, r.votes)
-                for r in db.session.scalars(select(EloRating))} == online
+        assert {(c, m): (r, n) for c in criteria.names()
+                for m, (r, n, _) in live_elo.ratings(c).items()} == online
         assert db.session.get(Voter, voter_id).last_action_at == max(v.created_at for v in stored)
 
 

@@ -18,7 +18,7 @@ from arena.catalog.registry import model_stats
 from arena.extensions import db
 from arena.models import GenModel, PublishedFigures, Task, Vote, utcnow
 from arena.ranking.elo import elo_update, keyed_order
-from arena.voting import tasks, votes
+from arena.voting import live_elo, tasks, votes
 from tests.factories import answer, make_campaign, new_voter, start, time_passes
 from tests.security.test_gold import publish_live
 
@@ -243,7 +243,7 @@ def test_the_public_elo_replays_every_counted_vote_in_a_keyed_order(ctx):
     assert sum(row[2] for row in public) == 2 * 9
     keyed = _keyed_replay(names, later)
     assert {row[0]: row[1] for row in public if row[2]} == pytest.approx(keyed)
-    arrival = votes.replayed("preference", list(names), votes.elo_params())
+    arrival = live_elo.replayed("preference", votes.elo_params())
     assert {names[m]: r for m, (r, n, _) in arrival.items() if n} != pytest.approx(keyed)
 
 

@@ -12,8 +12,9 @@ from arena.analysis.margins import CannotReweight, MarginError
 from arena.analysis.tallies import Slice, tally, win_matrix
 from arena.errors import Invalid
 from arena.extensions import db
-from arena.models import EloRating, GenModel, Vote, Voter, utcnow
+from arena.models import GenModel, Vote, Voter, utcnow
 from arena.ranking import PairCounts, bradley_terry
+from arena.voting import live_elo
 from tests.factories import make_campaign, vote_as
 
 
@@ -92,9 +93,8 @@ def test_category_slice(voted):
 
 
 def test_elo_method_uses_the_online_ratings(voted):
-    stored = dict(db.session.execute(
-        select(GenModel.name, EloRating.rating).join(EloRating)
-        .where(EloRating.criterion == "preference")).all())
+    names = dict(db.session.execute(select(GenModel.id, GenModel.name)).all())
+    stored = {names[m]: rating for m, (rating, _, _) in live_elo.ratings("preference").items()}
     plain = rank_models("preference", method="elo", rounds=0)
     assert [m.model for m in plain.models] == sorted(stored, key=lambda n: -stored[n])
     assert all(m.rating == stored[m.model] == m.online_elo and m.ci_low is None

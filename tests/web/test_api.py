@@ -264,8 +264,8 @@ def test_read_confirmation_errors(client, web_campaign, app):
 
 def test_round_trips_per_vote_and_session_on_each_database(any_app):
     """A vote's statement budget: its reads (the voter, the task) in one transaction, its
-    writes in one more (on PostgreSQL the voter's turn and the rating pair's lock in one
-    statement, the vote and its counters in another); a session in at most 5. (Four
+    writes in one more (on PostgreSQL the voter's turn in one statement, the vote and its
+    counters in another; no rating is locked or moved); a session in at most 5. (Four
     prompts: a session of three takes three of them; with fewer, one repeats after another
     pick.)"""
     with any_app.app_context():
@@ -286,17 +286,17 @@ def test_round_trips_per_vote_and_session_on_each_database(any_app):
         fullest = trips.measure(
             lambda: chosen.update(new_session(client, {}, token=token).json))
     postgres = engine.dialect.name == "postgresql"
+    # ceilings, not pins: a change that saves a statement passes, one that adds fails; two
+    # transactions and no rollback a request
     for used in votes:
-        if postgres:
-            assert used == {"statements": 4, "begin": 2, "commit": 2, "rollback": 0}, used
-        else:  # (BEGIN and BEGIN IMMEDIATE are statements there; the turn reads the
-            # ratings in its RETURNING, then four writes)
-            assert used == {"statements": 9, "begin": 2, "commit": 2, "rollback": 0}, used
+        # (BEGIN and BEGIN IMMEDIATE are statements on SQLite: the turn, then three writes)
+        assert used["statements"] <= (4 if postgres else 8), used
+        assert (used["commit"], used["rollback"]) == (2, 0), used
     assert chosen["tasks"]
     if postgres:  # the voter and the pick, then the writes in one statement that returns
         # the tasks as shown. At most: the criterion and a gold pair read besides.
-        assert session == {"statements": 3, "begin": 2, "commit": 2, "rollback": 0}, session
-        assert fullest["statements"] == 5 and fullest["commit"] == 2, fullest
+        assert session["statements"] <= 3 and fullest["statements"] <= 5, (session, fullest)
+        assert (session["commit"], fullest["commit"], session["rollback"]) == (2, 2, 0)
 
 
 def test_round_trips_of_the_htmx_voter_flow_on_each_database(any_app):
