@@ -39,8 +39,8 @@ from arena.campaigns.progress import progress
 from arena.extensions import db
 from arena.infra.instance import upgrade_schema
 from arena.models import Campaign, Comparison, GenModel, PromptSet, Vote, utcnow
-from arena.voting.live_elo import replayed
-from arena.voting.votes import elo_params, ensure_ratings
+from arena.voting.live_elo import elo_params, replayed
+from arena.voting.votes import ensure_ratings
 
 ARENA = str(Path(sys.executable).with_name("arena"))
 

@@ -526,7 +526,7 @@ def _fit_elo(fit: Fit) -> Ranking:
     """Elo over the sliced votes in id order (to a cut-off, in the public Elo's keyed order),
     with bootstrap intervals by ``cluster`` (for voter+prompt, the two-way covariance of
     :func:`arena.ranking.elo.elo_bootstrap`)."""
-    from arena.voting.votes import elo_params
+    from arena.voting.live_elo import elo_params
 
     winners, losers, units = _vote_log(fit.criterion, fit.slice_, fit.counted, fit.cluster)
     online = fit.elo_now if not fit.slice_.active() else None
@@ -795,7 +795,7 @@ def rank_votes_file(path, *, ties: str = "half", rounds: int = 1000,
     cluster = votes.default_cluster() if cluster is None else cluster
     votes.units(cluster)
     if chosen.name == "elo":
-        from arena.voting.votes import elo_params
+        from arena.voting.live_elo import elo_params
 
         units = votes.units(cluster)
         return rank_elo(votes.names, votes.winners, votes.losers, ties=votes.ties,

@@ -230,7 +230,7 @@ def _elo_before(before: datetime) -> dict[str, list]:
     screens move it further than the Bradley-Terry fit; keyed, they weigh as any others.
     The whole log each period, taken by the timer's run (benchmarks/rank_db.py)."""
     from arena.ranking.elo import elo, keyed_order
-    from arena.voting.votes import elo_params
+    from arena.voting.live_elo import elo_params
 
     names = dict(db.session.execute(select(GenModel.id, GenModel.name)).all())
     ids = np.array(sorted(names), dtype=np.int64)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from flask import current_app
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -30,12 +31,16 @@ from arena.ranking.elo import EloParams, elo_update
 SETTLED = timedelta(minutes=2)
 
 
+def elo_params() -> EloParams:
+    cfg = current_app.config
+    return EloParams(k=float(cfg["ELO_K"]), base=float(cfg["ELO_BASE"]),
+                     scale=float(cfg["ELO_SCALE"]), initial=float(cfg["ELO_INITIAL"]))
+
+
 def ratings(criterion: str) -> dict[int, list]:
     """``{model_id: [rating, votes, wins]}``: the checkpoint's rows and every counted vote
     after it (one statement reads the rows and their checkpoint: a tick that commits
     meanwhile cannot pair new rows with an old checkpoint)."""
-    from arena.voting.votes import elo_params
-
     start, through = _checkpoint(criterion)
     return replayed(criterion, elo_params(), start=start, after=through)
 
@@ -83,8 +88,6 @@ def advance(now: datetime | None = None) -> dict[str, int]:
     """Move every criterion's checkpoint on to its votes settled by ``now`` (default: now):
     ``{criterion: votes folded in}``. Safe to run twice at once: the second finds the
     checkpoint moved and writes nothing."""
-    from arena.voting.votes import elo_params
-
     settled = db.session.scalar(select(func.max(Vote.id)).where(
         Vote.created_at < (now or utcnow()) - SETTLED)) or 0
     db.session.commit()
@@ -95,8 +98,6 @@ def advance(now: datetime | None = None) -> dict[str, int]:
 def rebuild(progress=None) -> dict[str, int]:
     """Replay every criterion's whole log into its rows, the checkpoint at the last vote (in
     the caller's write transaction): ``{criterion: votes replayed}``."""
-    from arena.voting.votes import elo_params
-
     last = db.session.scalar(select(func.max(Vote.id))) or 0
     initial = elo_params().initial
     done = {}

@@ -29,9 +29,8 @@ from arena.models import (
     Voter,
     utcnow,
 )
-from arena.ranking.elo import EloParams
 from arena.voting import flags as vote_flags
-from arena.voting import pacing, trust
+from arena.voting import live_elo, pacing, trust
 from arena.voting.tasks import NotYourTask, ReadNotConfirmed, TaskNotFound, owned_task
 
 __all__ = ["InvalidVote", "NotYourTask", "TaskNotFound", "VoteResult", "cast_vote",
@@ -86,18 +85,10 @@ class Ballot:
     reviewed: bool = False  # the voter's votes wait on a cohort review
 
 
-def elo_params() -> EloParams:
-    cfg = current_app.config
-    return EloParams(k=float(cfg["ELO_K"]), base=float(cfg["ELO_BASE"]),
-                     scale=float(cfg["ELO_SCALE"]), initial=float(cfg["ELO_INITIAL"]))
-
-
 def ensure_ratings(model_ids: list[int]) -> None:
     """Create missing rating rows at the initial rating, and each criterion's checkpoint
     (:mod:`arena.voting.live_elo`), not committed. Called when models join and by
     ``arena db upgrade``."""
-    from arena.voting import live_elo
-
     initial = float(current_app.config["ELO_INITIAL"])
     have = set(db.session.execute(
         select(EloRating.criterion, EloRating.model_id).where(EloRating.model_id.in_(model_ids))
@@ -314,8 +305,6 @@ def replay(progress=None) -> dict[str, int]:
     with the same update function and the same rule as the live path (flagged votes do not
     count); commits, then sends :data:`arena.events.log_replayed`. Returns votes replayed per
     criterion."""
-    from arena.voting import live_elo
-
     with write_transaction():
         ensure_ratings(list(db.session.scalars(select(GenModel.id))))
         db.session.flush()

@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 
 from arena.extensions import db
 from arena.models import EloCheckpoint, EloRating, Vote, utcnow
-from arena.voting import live_elo, votes
+from arena.voting import live_elo
 from tests.factories import answer, make_campaign, new_voter, start
 
 
@@ -23,8 +23,8 @@ def _whole_log() -> dict:
     """Every rated model's Elo, the whole log replayed from the initial rating."""
     rated = db.session.scalars(select(EloRating.model_id).where(
         EloRating.criterion == "preference"))
-    return live_elo.replayed("preference", votes.elo_params(),
-                             start={m: [votes.elo_params().initial, 0, 0] for m in rated})
+    return live_elo.replayed("preference", live_elo.elo_params(),
+                             start={m: [live_elo.elo_params().initial, 0, 0] for m in rated})
 
 
 def test_a_reading_is_the_whole_log_replayed_wherever_the_checkpoint_is(ctx):

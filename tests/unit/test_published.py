@@ -216,10 +216,10 @@ def _keyed_replay(names: dict[int, str], before) -> dict[str, float]:
     order published.elo_key() draws from their ids."""
     counted = db.session.scalars(select(Vote).where(Vote.public_at < before).order_by(
         Vote.id)).all()
-    ratings = dict.fromkeys(names, votes.elo_params().initial)
+    ratings = dict.fromkeys(names, live_elo.elo_params().initial)
     for k in keyed_order([v.id for v in counted], published.elo_key()):
         w, lo = counted[k].winner_model_id, counted[k].loser_model_id
-        ratings[w], ratings[lo] = elo_update(ratings[w], ratings[lo], 1.0, votes.elo_params())
+        ratings[w], ratings[lo] = elo_update(ratings[w], ratings[lo], 1.0, live_elo.elo_params())
     played = {m for v in counted for m in (v.winner_model_id, v.loser_model_id)}
     return {names[m]: r for m, r in ratings.items() if m in played}
 
@@ -243,7 +243,7 @@ def test_the_public_elo_replays_every_counted_vote_in_a_keyed_order(ctx):
     assert sum(row[2] for row in public) == 2 * 9
     keyed = _keyed_replay(names, later)
     assert {row[0]: row[1] for row in public if row[2]} == pytest.approx(keyed)
-    arrival = live_elo.replayed("preference", votes.elo_params())
+    arrival = live_elo.replayed("preference", live_elo.elo_params())
     assert {names[m]: r for m, (r, n, _) in arrival.items() if n} != pytest.approx(keyed)
 
 
