@@ -137,6 +137,9 @@ def test_refusals_and_error_pages_speak_the_voters_language(client, web_campaign
     nowhere = client.get("/no-such-page")
     assert nowhere.status_code == 404 and "Tidak ditemukan" in nowhere.get_data(as_text=True)
     assert 'lang="en"' not in nowhere.get_data(as_text=True).split("<main", 1)[1]
+    # and under the slim bar a voter's pages show, not the site's menu
+    assert '<header class="bar slim">' in nowhere.get_data(as_text=True)
+    assert 'class="nav"' not in nowhere.get_data(as_text=True)
 
 
 TEMPLATES = [  # what the pages hold: plain strings, strings with variables, a literal %
