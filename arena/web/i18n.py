@@ -54,7 +54,7 @@ def country_names(countries) -> list[Country]:
 
 @bp.get("/language")
 def choose():
-    """The switcher (a plain form): remember the language in the session cookie, then back
+    """The switcher (a link per language): remember the language in the session cookie, then back
     to the page it was on (a path on this site only)."""
     code = request.args.get("lang", "")
     if code in LANGUAGES:

@@ -90,7 +90,14 @@ def test_the_switcher_wins_over_the_browser_and_stays_on_this_site(client, web_c
     chosen = client.get("/language?lang=hi&next=/%3Fcriterion%3Dalignment")
     assert chosen.status_code == 303 and chosen.headers["Location"] == "/?criterion=alignment"
     html = client.get("/", headers={"Accept-Language": "es"}).get_data(as_text=True)
-    assert '<html lang="hi"' in html and 'lang="hi" selected' in html
+    assert '<html lang="hi"' in html and 'hreflang="hi" aria-current="true"' in html
+    # one tap: each language is a link to the switcher, back to this page
+    links = re.findall(r'<a href="([^"]+)" lang="(\w+)" hreflang="\2"', html)
+    assert sorted(code for _, code in links) == sorted(LANGUAGES)
+    spanish = {code: href for href, code in links}["es"].replace("&amp;", "&")
+    assert client.get(spanish).headers["Location"] in ("/", "/?")
+    assert '<html lang="es"' in client.get("/").get_data(as_text=True)
+    client.get("/language?lang=hi")
     for away in ("//evil.example/", "https://evil.example/", "/\\evil.example"):
         assert client.get(f"/language?lang=es&next={away}").headers["Location"] == "/"
     client.get("/language?lang=xx")  # not a language of ours: nothing changes
