@@ -2,7 +2,8 @@
 model owner, operator), with something in every list: nothing wider than the phone (a wide
 table scrolls inside its own labelled region, the menu along its one line) and every
 control and standalone link at least 44 px tall (a link inside a sentence is exempt, as
-WCAG 2.5.8 says), and no two landmarks of a page named alike."""
+WCAG 2.5.8 says), every checkbox 20 px or more in a label 44 px tall, and no two landmarks of
+a page named alike."""
 
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ AUDIT = """() => {
     const box = el.getBoundingClientRect();
     if (box.width && box.height < 44 && !inSentence(el))
       problems.push(`${el.outerHTML.slice(0, 80)}: ${Math.round(box.height)} px tall`);
+  }
+  for (const box of document.querySelectorAll('input[type=checkbox]')) {  // (its label taps)
+    const own = box.getBoundingClientRect(), label = box.closest('label');
+    const tall = label ? label.getBoundingClientRect().height : 0;
+    if (own.width && (own.width < 20 || tall < 44))
+      problems.push(`a checkbox ${Math.round(own.width)} px wide, its label `
+                    + `${Math.round(tall)} px tall`);
   }
   for (const bar of document.querySelectorAll('.bar'))
     if (bar.getBoundingClientRect().height > 60)
