@@ -14,8 +14,11 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing 
 command -v caddy >/dev/null 2>&1 || missing="$missing caddy"
 if [ -n "$missing" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "Installing Debian's$missing for the browser and reverse-proxy tests..."
+  # (waiting up to five minutes for another apt to let go of the dpkg lock, not failing)
   # shellcheck disable=SC2086  # (one package name per word)
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+  apt-get -o DPkg::Lock::Timeout=300 update -qq \
+    && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+      $missing >/dev/null
 fi
 .venv/bin/ruff check arena tests benchmarks scripts
 # the documentation site (docs/, mkdocs.yml): a broken link or a page left out of nav fails
