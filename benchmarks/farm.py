@@ -130,13 +130,13 @@ def main() -> None:
     if control:
         print(f"control: the same numbers of honest newcomers' votes kept every public rank in "
               f"its published rank set: {sum(r['kept'] for r in control)} of {len(control)}")
-    fine = [r for r in rows if r["share"] <= 0.25 and r["shape"] != "control"]
-    honest = sum(r["honest_held"] for r in fine)
+    farms = [r for r in rows if r["shape"] != "control"]
+    fine = [r for r in farms if r["share"] <= 0.25]
+    kept = ('yes' if all(r['kept'] for r in fine) else 'no') if fine else "no farm that small tried"
     print(f"check: no farm of up to 25% of the period's votes moved a public rank out of its "
-          f"published rank set after the timer: "
-          f"{'yes' if all(r['kept'] for r in fine) else 'no'} ({len(fine)} farms)")
-    print(f"check: honest voters held (in the farms' periods): {honest} of "
-          f"{sum(r['honest_voters'] for r in fine)}")
+          f"published rank set after the timer: {kept} ({len(fine)} farms)")
+    print(f"check: honest voters held (in the farms' periods): "
+          f"{sum(r['honest_held'] for r in farms)} of {sum(r['honest_voters'] for r in farms)}")
 
 
 def crowd(args) -> None:
