@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import threading
 from contextlib import nullcontext
+from functools import lru_cache
 
 from flask import current_app
 
 NAMES = ("writer-queue",)
 
 
+@lru_cache(maxsize=8)  # (asked on every write transaction: the setting parsed once)
 def chosen(value) -> frozenset[str]:
     """The devices a ``DEVICES`` setting names. Raises ValueError on a name not in NAMES."""
     names = frozenset(n.strip() for n in str(value).split(",") if n.strip())
