@@ -13,6 +13,7 @@ from flask import Blueprint, current_app, redirect, render_template, request, se
 from flask_babel import gettext, lazy_gettext
 
 from arena import criteria
+from arena.analysis.own import own_ranking
 from arena.campaigns import panels
 from arena.voting import image_reports, matchmaking, tasks, voters, votes
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS, countries
@@ -133,6 +134,8 @@ def _render_card(voting_session: int | str, warning: str | None = None,
                "task": task_view(task) if task else None, "standing": standing,
                "preload": preload_view(card.following) if task else [],
                "answered": voters.answer_count(voter) if voter and not task else None,
+               "own_after": current_app.config["OWN_RANKING_MIN_VOTES"],
+               "criterion": card.session.criterion,
                "next_in": current_app.config["NEXT_SESSION_SECONDS"]}
     template = "voter/_card.html" if is_htmx() else "voter/session.html"
     response = current_app.make_response((render_template(template, **context), status))
@@ -301,3 +304,22 @@ def vote(task_id: int):
     if result.validation_failed:
         session["validation_warning"] = True
     return redirect(url_for("voter.show_session", public_id=result.session_id), 303)
+
+
+@bp.get("/me/ranking")
+def own_ranking_page():
+    """The voter's own ranking of a criterion (``?criterion=``) beside the crowd's, from
+    their answers before the period's cut-off (:mod:`arena.analysis.own`); the landing page
+    for a browser that has not voted."""
+    voter = _current_voter()
+    if voter is None:
+        return redirect(url_for("voter.index"), 303)
+    chosen = request.args.get("criterion", "preference")
+    if chosen not in criteria.names():
+        return error_response(404, gettext("No such question."))
+    ranking = own_ranking(voter.id, chosen)
+    response = current_app.make_response(render_template(
+        "voter/own_ranking.html", ranking=ranking, criteria=criteria.names(),
+        questions={name: gettext(criteria.get(name).question) for name in criteria.names()}))
+    response.headers["Cache-Control"] = "no-store"
+    return response

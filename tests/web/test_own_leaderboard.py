@@ -4,11 +4,13 @@ last answer moves nothing; nobody else's token reads it."""
 
 from __future__ import annotations
 
+import re
+
 from arena.extensions import db
 from arena.models import Image, Task
 from tests.factories import make_campaign, time_passes
 
-from .helpers import api_session, bearer
+from .helpers import api_session, bearer, confirm_read_if_asked, csrf_token, task_id
 
 FAVOURITE = "model-0"
 
@@ -64,3 +66,43 @@ def test_a_voter_sees_their_own_ranking_once_enough_votes_count(client, app):
     assert client.get(url).status_code == 401
     assert client.get(url.replace("preference", "beauty"),
                       headers=bearer(token)).status_code == 400
+
+
+def _html_sessions(client, sessions: int) -> str:
+    """``sessions`` sessions through the pages without JavaScript (the left image each
+    time); the last page, the end of the last session."""
+    for _ in range(sessions):
+        start = csrf_token(client.get("/").get_data(as_text=True))
+        started = client.post("/start", data={"csrf_token": start, "criterion": "preference"})
+        html = client.get(started.headers["Location"]).get_data(as_text=True)
+        while task_id(html):
+            html = confirm_read_if_asked(client, html)
+            data = {"csrf_token": csrf_token(html), "choice": "left", "response_ms": "900"}
+            done = client.post(f"/t/{task_id(html)}", data=data)
+            html = client.get(done.headers["Location"]).get_data(as_text=True)
+    return html
+
+
+def test_a_voter_finds_their_own_ranking_from_the_end_of_a_session(client, app):
+    """The phone page: until enough answers count it says how many do; once they do, the
+    end of a session links to it and it lists the models the voter answered on, by their
+    answers, with everyone's place beside each; a browser that never voted lands home."""
+    app.config.update(VALIDATION_RATE=0.0, OWN_RANKING_MIN_VOTES=6, REVEAL_WORD_MS=0)
+    with app.app_context():
+        make_campaign(n_prompts=3)
+    assert client.get("/me/ranking").status_code == 303
+    end = _html_sessions(client, 1)
+    assert "See your own ranking" not in end
+    page = client.get("/me/ranking").get_data(as_text=True)
+    assert "Your ranking shows once 6 of your answers to this question count; 0 do so far." in page
+    end = _html_sessions(client, 2)
+    assert "See your own ranking" in end and 'href="/me/ranking?criterion=preference"' in end
+    with app.app_context():
+        time_passes()
+    page = client.get("/me/ranking?criterion=preference")
+    assert page.status_code == 200 and page.headers["Cache-Control"] == "no-store"
+    html = page.get_data(as_text=True)
+    assert "Your ranking shows once" not in html
+    listed = re.findall(r'<th scope="row" class="model" dir="auto">([^<]+)</th>', html)
+    assert sorted(listed) == ["model-0", "model-1", "model-2"]
+    assert client.get("/me/ranking?criterion=beauty").status_code == 404
