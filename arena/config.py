@@ -55,6 +55,7 @@ class Defaults:
 
     # Online Elo (docs/design.md): base 10, scale 400, initial 1000, K=4.
     ELO_K = 4.0
+    ELO_PUBLIC_ORDERS = 32  # keyed orders the public Elo table averages (benchmarks/elo_orders.py)
     ELO_BASE = 10.0
     ELO_SCALE = 400.0
     ELO_INITIAL = 1000.0

@@ -5,7 +5,9 @@ better public rank, and what would one rank cost?
                                         [--prompts 24] [--shapes direct,omnipresent,both]
                                         [--sizes 30,60,120,240] [--votes 14]
                                         [--on-target 4] [--per-network 3] [--earn-trust]
-                                        [--hours 1] [--seed 0]
+                                        [--hours 1] [--target Dusk-0.3]
+                                        [--elsewhere majority|crowd] [--elo-orders N]
+                                        [--seed 0]
 
 A scratch instance with the demo campaign: its four models and, with ``--models 8``, four
 more drawn as the demo draws (the crowd's log-strengths spread from 1.0 to -1.5), ``--honest``
@@ -19,7 +21,10 @@ by side in the hour before the cut-off, each on its own clock at a human pace (1
 vote), every gold pair answered right (as a rule that worked would), and the next timer run
 (``arena votes rollup``: the farm screen, the cohort screen, the rollups, the public
 figures). Shapes, each with the crowd's majority on every other pair (agreeing with the crowd
-elsewhere, as a farm that wants full weight would):
+elsewhere, as a farm that wants full weight would; ``--elsewhere crowd``: drawn as the crowd
+draws, so its record looks like any newcomer's):
+
+The farm works for ``--target`` (Dusk-0.3 by default; "Dusk-0.3" below).
 
 * ``direct``: Dusk-0.3's image whenever shown, up to ``--on-target`` times an identity (a
   voter's score needs five games with a model);
@@ -86,6 +91,12 @@ def main() -> None:
     parser.add_argument("--hours", type=int, default=1,
                         help="a patient farm: the identities come in this many hourly "
                              "batches, the timer run after each")
+    parser.add_argument("--target", default=TARGET, help="the model the farm works for")
+    parser.add_argument("--elsewhere", choices=("majority", "crowd"), default="majority",
+                        help="how the farm answers pairs outside its aim: the crowd's "
+                             "majority, or drawn as the crowd draws")
+    parser.add_argument("--elo-orders", type=int, default=None,
+                        help="keyed orders the public Elo averages (ELO_PUBLIC_ORDERS)")
     parser.add_argument("--seed", type=int, default=0, help="the crowd's and the farms' draws")
     args = parser.parse_args()
     shapes = [s for s in args.shapes.split(",") if s]
@@ -100,6 +111,8 @@ def main() -> None:
                ARENA_ZOOM_SIZES="[]", ARENA_DEMO_IMAGE_SIZE=str(args.image_size),
                ARENA_DEMO_IMAGES_PER_MODEL="4",
                ARENA_EARN_TRUST_GOLD="2" if args.earn_trust else "0")
+    if args.elo_orders is not None:
+        env["ARENA_ELO_PUBLIC_ORDERS"] = str(args.elo_orders)
     started = time.perf_counter()
     subprocess.run([str(BIN / "arena"), "demo", "--votes", "0"], env=env, cwd=ROOT,
                    check=True, capture_output=True)
@@ -117,7 +130,7 @@ def main() -> None:
             report(row)
             if row["moved"] and shape not in costs and shape != "control":
                 costs[shape] = row
-    print("\ncost to move Dusk-0.3 one public rank (after the timer, either table):")
+    print(f"\ncost to move {args.target} one public rank (after the timer, either table):")
     largest = max(int(s) for s in args.sizes.split(","))
     for shape in (s for s in shapes if s != "control"):
         row = costs.get(shape)
@@ -252,7 +265,8 @@ def attack(args, folder: Path, base: Path, before: dict, shape: str, size: int) 
     _copy(base, place)
     app = _app(place)
     started = time.perf_counter()
-    above = next(m for m, row in before.items() if row[0] == before[TARGET][0] - 1)
+    target = args.target
+    above = next(m for m, row in before.items() if row[0] == before[target][0] - 1)
     farm, period, votes, honest = [], 0, 0, 0
     per_hour = -(-size // args.hours)
     for hour in range(args.hours):
@@ -285,9 +299,10 @@ def attack(args, folder: Path, base: Path, before: dict, shape: str, size: int) 
     shutil.rmtree(place, ignore_errors=True)
     return {
         "shape": shape, "size": size, "networks": -(-size // args.per_network),
-        "votes": votes, "share": votes / max(period, 1), "before": before[TARGET],
-        "counted": counted.get(TARGET), "after": after[TARGET], "kept": kept,
-        "moved": after[TARGET][0] < before[TARGET][0] or after[TARGET][4] < before[TARGET][4],
+        "votes": votes, "share": votes / max(period, 1), "before": before[target],
+        "counted": counted.get(target), "after": after[target], "kept": kept,
+        "moved": after[target][0] < before[target][0] or after[target][4] < before[target][4],
+        "target": target,
         "farm_held": len(held & farm), "honest_held": len(held - farm),
         "farm_waiting": len(waiting & farm), "honest_waiting": len(waiting - farm),
         "honest_voters": honest, "seconds": time.perf_counter() - started,
@@ -301,7 +316,7 @@ def report(row: dict) -> None:
     print(f"\n{row['shape']}, {row['size']} identities on {row['networks']} /24s x "
           f"{row['votes'] // max(row['size'], 1)} votes{hours} ({row['votes']:,d}, "
           f"{row['share']:.0%} of the period's votes; {row['seconds']:.0f} s)")
-    print(f"  {TARGET}: Bradley-Terry rank {b[0]} ({b[1]}-{b[2]}) -> counted live "
+    print(f"  {row['target']}: Bradley-Terry rank {b[0]} ({b[1]}-{b[2]}) -> counted live "
           f"{c[0] if c else '-'} -> after the timer {a[0]} (rating {b[3]:.0f} -> {a[3]:.0f}); "
           f"Elo table rank {b[4]} -> counted live {c[2] if c else '-'} -> after the timer "
           f"{a[4]}")
@@ -422,30 +437,34 @@ def _farm(args, identities: range, shape: str, above: str, rng) -> list[int]:
                 task = db.session.get(Task, task_id)
                 tasks.present([task], now=clock[0])
                 left, right = task.left_image, task.right_image
-                choice = _choice(task, left, right, strength, used, budget, above,
-                                 rng if shape == "control" else None)
+                choice = _choice(task, left, right, strength, used, budget,
+                                 (args.target, above),
+                                 rng if shape == "control" or args.elsewhere == "crowd"
+                                 else None)
                 clock[0] += timedelta(milliseconds=int(rng.integers(1500, 4000)))
                 votes.cast_vote(voter, task.id, choice, 1500, now=clock[0])
                 cast += not task.comparison.is_validation
     return ids
 
 
-def _choice(task, left, right, strength, used, budget, above, crowd=None) -> str:
+def _choice(task, left, right, strength, used, budget, aims, crowd=None) -> str:
+    """The farm's answer: gold right; its aims within their budgets; elsewhere the crowd's
+    majority, or drawn as the crowd draws with ``crowd`` (a generator)."""
     comparison = task.comparison
     if comparison.is_validation:  # gold: right, as a working rule would
         return "left" if comparison.correct_image_id == left.id else "right"
+    target, above = aims
     names = (left.model.name, right.model.name)
-    if crowd is not None:  # (the control: as the crowd votes)
-        odds = strength.get(names[1], 0) - strength.get(names[0], 0)
-        return "left" if crowd.random() < 1.0 / (1.0 + np.exp(odds)) else "right"
-    if "target" in used and TARGET in names and used["target"] < budget["target"]:
+    if "target" in used and target in names and used["target"] < budget["target"]:
         used["target"] += 1
-        return "left" if names[0] == TARGET else "right"
-    if ("above" in used and above in names and TARGET not in names
+        return "left" if names[0] == target else "right"
+    if ("above" in used and above in names and target not in names
             and used["above"] < budget["above"]):
         used["above"] += 1
         return "right" if names[0] == above else "left"
-    # the crowd's majority elsewhere
+    if crowd is not None:  # as the crowd votes
+        odds = strength.get(names[1], 0) - strength.get(names[0], 0)
+        return "left" if crowd.random() < 1.0 / (1.0 + np.exp(odds)) else "right"
     return "left" if strength.get(names[0], 0) >= strength.get(names[1], 0) else "right"
 
 

@@ -223,13 +223,16 @@ def elo_key() -> int:
 
 
 def _elo_before(before: datetime) -> dict[str, list]:
-    """Every model's Elo over the votes counted in public figures before ``before``, in the
-    order :func:`arena.ranking.elo.keyed_order` draws from their ids, not the order they
-    came in: online Elo weighs its latest votes most (at ``ELO_K`` 4 a model's rating is
-    mostly its last two hundred games), so in arrival order a period's votes that pass the
-    screens move it further than the Bradley-Terry fit; keyed, they weigh as any others.
-    The whole log each period, taken by the timer's run (benchmarks/rank_db.py)."""
-    from arena.ranking.elo import elo, keyed_order
+    """Every model's Elo over the votes counted in public figures before ``before``,
+    averaged over ``ELO_PUBLIC_ORDERS`` orders that :func:`arena.ranking.elo.keyed_order`
+    draws from their ids, not the order they came in: online Elo weighs its latest votes
+    most (at ``ELO_K`` 4 a model's rating is mostly its last two hundred games), so in
+    arrival order a period's votes that pass the screens move it further than the
+    Bradley-Terry fit; keyed, they weigh as any others. One keyed order still leaves each
+    rating ~15 points of noise from where the votes fell, enough to swap models the fit
+    tells apart (and for a farm to tip them); the mean of 32 leaves ~3. The whole log each
+    period, taken by the timer's run (benchmarks/rank_db.py)."""
+    from arena.ranking.elo import keyed_mean
     from arena.voting.live_elo import elo_params
 
     names = dict(db.session.execute(select(GenModel.id, GenModel.name)).all())
@@ -246,9 +249,9 @@ def _elo_before(before: datetime) -> dict[str, list]:
         # (np.array over rows takes each Row for a sequence: 21 s for 2M, against 0.2)
         rows = np.fromiter(chain.from_iterable(found), dtype=np.int64,
                            count=3 * len(found)).reshape(-1, 3)
-        rows = rows[keyed_order(rows[:, 0], elo_key())]
         winners, losers = index[rows[:, 1]], index[rows[:, 2]]
-        rating = elo(winners, losers, ids.size, params=elo_params())
+        rating = keyed_mean(rows[:, 0], winners, losers, ids.size, elo_key(),
+                            current_app.config["ELO_PUBLIC_ORDERS"], params=elo_params())
         wins = np.bincount(winners, minlength=ids.size)
         votes = wins + np.bincount(losers, minlength=ids.size)
         table = [[names[int(m)], float(rating[i]), int(votes[i]), int(wins[i])]

@@ -79,15 +79,38 @@ def replay_elo(
 def elo(winners, losers, n_items: int, ties=None, params: EloParams = EloParams()) -> np.ndarray:
     """Sequential Elo over games in the given order: ``winners[k]`` beat ``losers[k]``, or
     drew with them where ``ties[k]`` is true. Same numbers as the online updater."""
-    winners, losers = list(map(int, winners)), list(map(int, losers))
-    if len(winners) != len(losers):
+    w_all, l_all = np.asarray(winners, dtype=np.int64), np.asarray(losers, dtype=np.int64)
+    if w_all.shape != l_all.shape:
         raise ValueError("winners and losers must have the same length")
-    tie_flags = [False] * len(winners) if ties is None else list(map(bool, ties))
-    if len(tie_flags) != len(winners):
+    score = np.ones(w_all.size) if ties is None else np.where(np.asarray(ties, dtype=bool),
+                                                              0.5, 1.0)
+    if score.shape != w_all.shape:
         raise ValueError("ties must have the same length as winners")
-    games = ((w, lo, 0.5 if t else 1.0) for w, lo, t in zip(winners, losers, tie_flags,
-                                                             strict=True))
-    return replay_elo(games, n_items, params)
+    if w_all.size and (min(w_all.min(), l_all.min()) < 0
+                       or max(w_all.max(), l_all.max()) >= n_items or (w_all == l_all).any()):
+        raise ValueError(f"invalid game for {n_items} items")
+    # elo_update's arithmetic inlined over plain lists: the same bits, in half the time
+    ratings = [params.initial] * n_items
+    k, base, scale = params.k, params.base, params.scale
+    for w, lo, s in zip(w_all.tolist(), l_all.tolist(), score.tolist(), strict=True):
+        r_w, r_l = ratings[w], ratings[lo]
+        delta = k * (s - 1.0 / (1.0 + base ** ((r_l - r_w) / scale)))
+        ratings[w], ratings[lo] = r_w + delta, r_l - delta
+    return np.asarray(ratings, dtype=float)
+
+
+def keyed_mean(ids, winners, losers, n_items: int, key: int, orders: int,
+               params: EloParams = EloParams()) -> np.ndarray:
+    """Elo averaged over ``orders`` orders of the games, each drawn by :func:`keyed_order`
+    from ``ids`` (one per game) and a key derived from ``key``. One order's rating moves
+    with where the games fell (a model's sd is ~15 points at K 4, whatever the number of
+    votes); the mean over M orders has 1/sqrt(M) of that noise (Boubdir et al. 2023)."""
+    winners, losers = np.asarray(winners, dtype=np.int64), np.asarray(losers, dtype=np.int64)
+    total = np.zeros(n_items)
+    for j in range(orders):
+        order = keyed_order(ids, (key + j * 0x9E3779B97F4A7C15) % 2**64)
+        total += elo(winners[order], losers[order], n_items, params=params)
+    return total / max(orders, 1)
 
 
 def keyed_order(ids, key: int) -> np.ndarray:

@@ -8,6 +8,7 @@ import threading
 from datetime import datetime, timedelta
 
 import pytest
+from flask import current_app
 from sqlalchemy import func, select, update
 
 from arena.analysis import published
@@ -148,7 +149,8 @@ def test_every_public_figure_counts_to_one_cutoff(ctx):
     assert {row.model: row.rating for row in table.rows} == {
         m.model: m.online_elo for m in board.models if m.votes}
     names = {m.id: m.name for m in campaign["models"]}
-    assert _keyed_replay(names, cut) == {row.model: row.rating for row in table.rows}
+    assert _keyed_replay(names, cut, current_app.config["ELO_PUBLIC_ORDERS"]) == pytest.approx(
+        {row.model: row.rating for row in table.rows})
     published.forget()  # asked again, in any order: the same figures
     assert elo_table("preference") == table
     assert rank_models("preference", rounds=0, public=True).total_votes == 2
@@ -211,22 +213,29 @@ def test_figures_stored_in_another_shape_are_worked_out_again(ctx):
     assert len(calls) == 1
 
 
-def _keyed_replay(names: dict[int, str], before) -> dict[str, float]:
-    """The online update over the votes counted before ``before``, one at a time in the
-    order published.elo_key() draws from their ids."""
+def _keyed_replay(names: dict[int, str], before, orders: int) -> dict[str, float]:
+    """The online update over the votes counted before ``before``, one at a time in each of
+    ``orders`` orders drawn from their ids by keys that follow published.elo_key(), and the
+    mean of the ``orders`` ratings."""
     counted = db.session.scalars(select(Vote).where(Vote.public_at < before).order_by(
         Vote.id)).all()
-    ratings = dict.fromkeys(names, live_elo.elo_params().initial)
-    for k in keyed_order([v.id for v in counted], published.elo_key()):
-        w, lo = counted[k].winner_model_id, counted[k].loser_model_id
-        ratings[w], ratings[lo] = elo_update(ratings[w], ratings[lo], 1.0, live_elo.elo_params())
+    total = dict.fromkeys(names, 0.0)
+    for j in range(orders):
+        ratings = dict.fromkeys(names, live_elo.elo_params().initial)
+        key = (published.elo_key() + j * 0x9E3779B97F4A7C15) % 2**64
+        for k in keyed_order([v.id for v in counted], key):
+            w, lo = counted[k].winner_model_id, counted[k].loser_model_id
+            ratings[w], ratings[lo] = elo_update(ratings[w], ratings[lo], 1.0,
+                                                 live_elo.elo_params())
+        total = {m: total[m] + ratings[m] for m in names}
     played = {m for v in counted for m in (v.winner_model_id, v.loser_model_id)}
-    return {names[m]: r for m, r in ratings.items() if m in played}
+    return {names[m]: r / orders for m, r in total.items() if m in played}
 
 
 def test_the_public_elo_replays_every_counted_vote_in_a_keyed_order(ctx):
-    """Each period's Elo is the whole log replayed in the key's order, a later period's
-    votes falling among the earlier ones, not after them: not the order they came in."""
+    """Each period's Elo is the whole log replayed in the key's orders (and averaged), a
+    later period's votes falling among the earlier ones, not after them: not the order they
+    came in."""
     campaign = make_campaign()
     voter = new_voter()
     for seed in range(3):
@@ -241,8 +250,9 @@ def test_the_public_elo_replays_every_counted_vote_in_a_keyed_order(ctx):
     names = {m.id: m.name for m in campaign["models"]}
     public = published._elo_before(later)["preference"]
     assert sum(row[2] for row in public) == 2 * 9
-    keyed = _keyed_replay(names, later)
+    keyed = _keyed_replay(names, later, current_app.config["ELO_PUBLIC_ORDERS"])
     assert {row[0]: row[1] for row in public if row[2]} == pytest.approx(keyed)
+    assert keyed != pytest.approx(_keyed_replay(names, later, 1))
     arrival = live_elo.replayed("preference", live_elo.elo_params())
     assert {names[m]: r for m, (r, n, _) in arrival.items() if n} != pytest.approx(keyed)
 
