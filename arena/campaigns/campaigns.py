@@ -101,16 +101,19 @@ def _refresh(campaign: Campaign, prompt_ids: list[int] | None = None) -> int:
 def publish(campaign: Campaign, rng: np.random.Generator | None = None) -> int:
     """Publish and build the comparisons, and a first supply of gold pairs made from the
     campaign's images (arena.campaigns.gold); returns how many ordinary pairs were added.
-    Commits."""
+    Commits the pairs, then each damaged copy in its own short transaction, rendered before
+    it (:func:`arena.campaigns.gold.fill`): image work under the write lock kept voters on
+    SQLite waiting past its busy timeout."""
     if len(campaign.models) < 2:
         raise Conflict("a campaign needs at least two models")
+    rng = rng or np.random.default_rng()
     if campaign.published_at is None:
         campaign.published_at = utcnow()
     added = _refresh(campaign)
     db.session.flush()
-    gold.top_up(campaign, rng or np.random.default_rng())
-    refresh_statistics(Comparison)
+    gold.top_up(campaign, rng)
     db.session.commit()
+    gold.fill(campaign, rng, threads=1, first=True)
     return added
 
 
@@ -124,7 +127,7 @@ def add_model(campaign: Campaign, model_name: str) -> int:
     db.session.flush()
     added = _refresh(campaign)
     if added:
-        gold.top_up(campaign, np.random.default_rng(), damaged=False,
+        gold.top_up(campaign, np.random.default_rng(),
                     fresh=set(db.session.scalars(select(Image.id).where(
                         Image.model_id == model.id))))
     refresh_statistics(Comparison)
@@ -146,7 +149,7 @@ def on_new_image(_sender=None, *, model_id: int, prompt_id: int) -> int:
     for campaign in live:
         pairs = _refresh(campaign, [prompt_id])
         if pairs:
-            gold.top_up(campaign, np.random.default_rng(), damaged=False,
+            gold.top_up(campaign, np.random.default_rng(),
                         fresh=set(db.session.scalars(select(Image.id).where(
                             Image.model_id == model_id, Image.prompt_id == prompt_id))))
         added += pairs

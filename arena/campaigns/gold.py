@@ -82,12 +82,10 @@ def wanted(campaign: Campaign, criterion: str) -> int:
     return math.ceil(regular * rate / (tasks - rate))
 
 
-def top_up(campaign: Campaign, rng: np.random.Generator, damaged: bool = True,
-           fresh: Collection[int] = ()) -> int:
-    """Every swapped pair alignment now wants (cheap: no new image) and, with ``damaged``, a
-    first handful of damaged ones (the rest are made as voters need them,
-    :func:`replenish`). At publishing, and without ``damaged`` (no image work in an
-    upload's request) whenever the campaign gains ordinary pairs: a model joins, an image
+def top_up(campaign: Campaign, rng: np.random.Generator, fresh: Collection[int] = ()) -> int:
+    """Every swapped pair the campaign's captioned criteria now want (cheap: no new image;
+    damaged pairs are rendered outside any transaction: :func:`fill`, :func:`replenish`).
+    At publishing, and whenever the campaign gains ordinary pairs: a model joins, an image
     arrives. Then ``fresh`` holds the new images, and the new swapped pairs show one of them
     beside an older image, as every new ordinary pair does: new pairs are served before the
     others, and gold made of older images alone would be the pairs without a new image.
@@ -98,13 +96,10 @@ def top_up(campaign: Campaign, rng: np.random.Generator, damaged: bool = True,
     made = 0
     pool = _campaign_images(campaign)
     for criterion in campaign.criteria_list:
-        if _kind(criterion) == "damaged" and not damaged:
+        if _kind(criterion) == "damaged":
             continue
         have = _auto_gold(campaign.id, criterion)
-        goal = wanted(campaign, criterion)
-        if _kind(criterion) == "damaged":
-            goal = min(goal, int(current_app.config["GOLD_INITIAL_DAMAGED"]))
-        for _ in range(max(0, goal - have)):
+        for _ in range(max(0, wanted(campaign, criterion) - have)):
             made += make_pair(campaign, criterion, rng, pool=pool, fresh=fresh) is not None
     return made
 
@@ -198,24 +193,26 @@ def consensus(campaign: Campaign) -> dict[str, int]:
     return turned
 
 
-def supply_goal(campaign: Campaign, criterion: str) -> int:
+def supply_goal(campaign: Campaign, criterion: str, first: bool = False) -> int:
     """The gold pairs of ``criterion`` the campaign will want in all (:func:`wanted`), at
-    most ``GOLD_MAX_DAMAGED`` damaged ones."""
+    most ``GOLD_MAX_DAMAGED`` damaged ones (``first``: the first supply, at most
+    ``GOLD_INITIAL_DAMAGED``)."""
     goal = wanted(campaign, criterion)
     if _kind(criterion) == "damaged":
-        goal = min(goal, int(current_app.config["GOLD_MAX_DAMAGED"]))
+        goal = min(goal, int(current_app.config["GOLD_INITIAL_DAMAGED" if first
+                                                 else "GOLD_MAX_DAMAGED"]))
     return goal
 
 
 def fill(campaign: Campaign, rng: np.random.Generator | None = None, progress=None,
-         threads: int | None = None) -> dict[str, int]:
+         threads: int | None = None, first: bool = False) -> dict[str, int]:
     """Make now every gold pair the published ``campaign`` will want (:func:`supply_goal`),
     so that no voter's request waits on image work while it fills up: rendering a damaged
     copy (decode, damage, four WebP encodes) takes about a quarter of a second of CPU, and a
     fresh campaign wants hundreds. Copies are rendered ``threads`` at a time (Pillow works
     outside the GIL) and each pair is written in its own short write transaction, so voters
-    can vote meanwhile. ``progress(n)`` is called as pairs are made. Returns pairs made per
-    criterion.
+    can vote meanwhile. ``progress(n)`` is called as pairs are made; ``first``: only the
+    first supply publishing makes (:func:`supply_goal`). Returns pairs made per criterion.
 
     Raises
     ------
@@ -236,7 +233,7 @@ def fill(campaign: Campaign, rng: np.random.Generator | None = None, progress=No
     with ThreadPoolExecutor(threads) as pool:
         for criterion in campaign.criteria_list:
             made[criterion] = 0
-            while (missing := fill_needed(campaign_id, criterion)) > 0:
+            while (missing := fill_needed(campaign_id, criterion, first)) > 0:
                 plans, taken = [], set()
                 for _ in range(min(missing, 2 * threads)):
                     plan = _plan(campaign_id, criterion, rng, exclude=taken)
@@ -289,10 +286,10 @@ def supply(campaign: Campaign) -> dict[str, tuple[int, int]]:
             for criterion in campaign.criteria_list}
 
 
-def fill_needed(campaign_id: int, criterion: str) -> int:
+def fill_needed(campaign_id: int, criterion: str, first: bool = False) -> int:
     """How many gold pairs of ``criterion`` the campaign still lacks (:func:`supply_goal`)."""
     campaign = db.session.get(Campaign, campaign_id)
-    return max(0, supply_goal(campaign, criterion) - _auto_gold(campaign_id, criterion))
+    return max(0, supply_goal(campaign, criterion, first) - _auto_gold(campaign_id, criterion))
 
 
 def _write_planned(campaign_id: int, criterion: str, ready: dict,

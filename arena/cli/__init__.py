@@ -9,10 +9,11 @@ once for every command (see :data:`EXIT_CODES`).
 from __future__ import annotations
 
 import functools
+import importlib
 
 import click
 from flask import Flask
-from flask.cli import FlaskGroup, ScriptInfo
+from flask.cli import AppGroup, FlaskGroup, ScriptInfo
 
 from arena.errors import (
     ArenaError,
@@ -104,13 +105,39 @@ def _rating_rows(app: Flask) -> None:
         ensure_all_ratings()
 
 
-def register(app: Flask) -> None:
-    from arena.cli import accounts, analysis, campaigns, catalog, hype, server, storage
+# The module of each command: running one imports its module alone (`arena rank` need not
+# import the campaign commands' SciPy, nor the exports'). A test holds this table equal to
+# the modules' COMMANDS.
+COMMAND_MODULES = {
+    "backup": "server", "demo": "server", "jobs": "server", "restore": "server",
+    "serve": "server", "worker": "server",
+    "images": "catalog", "import": "catalog", "import-prompts": "catalog", "model": "catalog",
+    "owner": "accounts", "token": "accounts",
+    "campaign": "campaigns",
+    "elo": "analysis", "rank": "analysis", "votes": "analysis",
+    "hype": "hype",
+    "storage": "storage",
+}
 
-    for module in (server, catalog, accounts, campaigns, analysis, hype, storage):
-        for command in module.COMMANDS:
+
+class ArenaCommands(AppGroup):
+    """The app's commands (``app.cli``), each module imported when one of its commands is
+    looked up: click's lazily loaded subcommands, over :data:`COMMAND_MODULES`."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMAND_MODULES})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMAND_MODULES:
+            module = importlib.import_module(f"arena.cli.{COMMAND_MODULES[name]}")
+            command = next(c for c in module.COMMANDS if c.name == name)
             _wrap(command)
-            app.cli.add_command(command)
+            self.add_command(command)
+        return super().get_command(ctx, name)
+
+
+def register(app: Flask) -> None:
+    app.cli = ArenaCommands(app.name)
     app.cli.add_command(MigrationCommands("db", help=COMMAND_SUMMARIES["db"]))
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 from scipy.special import chdtrc, expit, log_expit
 
 from arena.ranking.bradley_terry import bradley_terry
@@ -145,6 +144,10 @@ def taste_check(data: PairCounts, r: np.ndarray, crowd: np.ndarray) -> TasteChec
 
     def loglik(s):
         return float((ab * log_expit(s[a] - s[b]) + ba * log_expit(s[b] - s[a])).sum())
+
+    # (imported here: scipy.optimize is a tenth of `arena rank`'s start, and only weights
+    # need it)
+    from scipy.optimize import minimize_scalar
 
     free = bradley_terry(data.matrix(blind.astype(float))).log_strengths
     direction = np.asarray(crowd, dtype=float) - np.mean(crowd)

@@ -112,3 +112,27 @@ def test_arena_help_starts_without_importing_the_app(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, env={"ARENA_INSTANCE_PATH": str(tmp_path), "PATH": ""})
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_each_command_is_found_in_its_module_and_rank_imports_no_other(tmp_path):
+    """COMMAND_MODULES names every module's commands and no more; running ``arena rank``
+    imports the analysis commands alone (not the campaigns' SciPy-heavy allocation, the
+    accounts' or the HYPE ones)."""
+    import importlib
+    import os
+    import subprocess
+    import sys
+
+    from arena import cli
+
+    declared = {c.name: name for name in set(cli.COMMAND_MODULES.values())
+                for c in importlib.import_module(f"arena.cli.{name}").COMMANDS}
+    assert declared == cli.COMMAND_MODULES
+    assert set(cli.COMMAND_SUMMARIES) - {"db", "routes", "run", "shell"} == set(declared)
+    probe = ("import sys; from arena.cli import main\n"
+             "try: main(['rank', '--criterion', 'preference'], prog_name='arena')\n"
+             "except SystemExit: pass\n"
+             "print(sorted(m for m in sys.modules if m.startswith('arena.cli.')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         env={**os.environ, "ARENA_INSTANCE_PATH": str(tmp_path)})
+    assert out.stdout.strip().splitlines()[-1] == "['arena.cli.analysis']", out.stdout + out.stderr
