@@ -8,6 +8,7 @@ once for every command (see :data:`EXIT_CODES`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 
@@ -61,6 +62,24 @@ def reports_errors(callback):
 
     wrapped.reports_errors = True
     return wrapped
+
+
+@contextlib.contextmanager
+def resumable(what: str, total: int):
+    """Count the items of a long import as they are handled (call the counter once each);
+    if it stops early (an outage, Ctrl+C), say how far it got and that running it again is
+    safe, then end as it would have."""
+    done = [0]
+
+    def counter() -> None:
+        done[0] += 1
+
+    try:
+        yield counter
+    except BaseException:
+        click.echo(f"Stopped after {done[0]} of {total} {what}: running the same command "
+                   f"again takes up the rest (the {what} stored already are skipped).", err=True)
+        raise
 
 
 def _wrap(command: click.Command) -> None:

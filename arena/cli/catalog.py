@@ -10,6 +10,7 @@ from flask.cli import with_appcontext
 
 from arena.accounts import owners
 from arena.catalog import images, ingest, prompts, registry
+from arena.cli import resumable
 
 
 @click.command("import-prompts")
@@ -54,8 +55,10 @@ def import_command(source, model_name):
     """
     model = registry.get_model(model_name)
     count, items = ingest.import_items(source)
-    with click.progressbar(length=count, label=f"Importing into {model_name}") as bar:
-        results = ingest.ingest_batch(model, items, progress=lambda _r: bar.update(1))
+    with click.progressbar(length=count, label=f"Importing into {model_name}") as bar, \
+            resumable("files", count) as handled:
+        results = ingest.ingest_batch(model, items,
+                                      progress=lambda _r: (bar.update(1), handled()))
     refused = [r for r in results if not r.ok]
     for r in refused:
         click.echo(f"refused  {ingest.printable(r.filename)}: {r.reason}", err=True)

@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 from flask.cli import with_appcontext
 
+from arena.cli import resumable
+
 
 @click.group("hype")
 def hype_group():
@@ -21,8 +23,9 @@ def hype_import_reals_command(folder):
     from arena.hype.runs import import_reals
 
     total = sum(1 for p in folder.iterdir() if p.is_file())
-    with click.progressbar(length=total, label="Importing real images") as bar:
-        stored, refused = import_reals(folder, progress=bar.update)
+    with click.progressbar(length=total, label="Importing real images") as bar, \
+            resumable("files", total) as handled:
+        stored, refused = import_reals(folder, progress=lambda n: (bar.update(n), handled()))
     for name, reason in refused:
         click.echo(f"refused  {name}: {reason}", err=True)
     click.echo(f"{stored} real images stored, {len(refused)} refused")

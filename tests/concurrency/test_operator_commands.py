@@ -94,3 +94,48 @@ def test_importing_images_and_reals_works_with_the_write_lock_free(app, watched,
     done = runner.invoke(args=["hype", "import-reals", str(reals)])
     assert done.exit_code == 0, done.output
     assert len(watched) == 5 and all(free is True for free in watched), watched
+
+
+@pytest.mark.parametrize("command", ["import", "import-reals"])
+def test_an_import_stopped_by_the_database_says_so_and_a_rerun_stores_the_rest(
+        app, tmp_path, command):
+    """The database gives way at the third image's row (as a lock held past the busy
+    timeout does): the command ends with the outage's exit code and says how far it got and
+    that running it again is safe; run again, it stores the rest and nothing twice."""
+    from sqlalchemy import event, func
+
+    with app.app_context():
+        make_campaign(n_prompts=2, images_per_model=1)
+        prompt = db.session.scalar(select(Image.prompt_id).where(Image.prompt_id.is_not(None)))
+        db.session.commit()
+        before = db.session.scalar(select(func.count()).select_from(Image))
+        engine = db.engine
+    folder = tmp_path / "files"
+    folder.mkdir()
+    for k in range(3):
+        _textured(300 + k).save(folder / (f"{prompt}_{k}.png" if command == "import"
+                                          else f"real-{k}.png"))
+    args = (["import", str(folder), "--model", "model-0"] if command == "import"
+            else ["hype", "import-reals", str(folder)])
+    rows = []
+
+    def give_way(conn, cursor, statement, *_):
+        if statement.lstrip().upper().startswith("INSERT INTO IMAGE"):
+            rows.append(statement)
+            if len(rows) == 3:
+                raise sqlite3.OperationalError("database is locked")
+
+    event.listen(engine, "before_cursor_execute", give_way)
+    try:
+        stopped = app.test_cli_runner().invoke(args=args)
+    finally:
+        event.remove(engine, "before_cursor_execute", give_way)
+    assert stopped.exit_code == 6, stopped.output
+    assert "Stopped after 2 of 3 files: running the same command again takes up the rest" \
+        in stopped.output
+    again = app.test_cli_runner().invoke(args=args)
+    assert again.exit_code == 0, again.output
+    assert "1 accepted, 2 already there" in again.output or "1 real images stored" \
+        in again.output, again.output
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Image)) == before + 3
