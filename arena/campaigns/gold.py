@@ -199,8 +199,9 @@ def supply_goal(campaign: Campaign, criterion: str, first: bool = False) -> int:
     ``GOLD_INITIAL_DAMAGED``)."""
     goal = wanted(campaign, criterion)
     if _kind(criterion) == "damaged":
-        goal = min(goal, int(current_app.config["GOLD_INITIAL_DAMAGED" if first
-                                                 else "GOLD_MAX_DAMAGED"]))
+        goal = min(goal, int(current_app.config["GOLD_MAX_DAMAGED"]))
+        if first:
+            goal = min(goal, int(current_app.config["GOLD_INITIAL_DAMAGED"]))
     return goal
 
 
@@ -308,7 +309,11 @@ def _write_planned(campaign_id: int, criterion: str, ready: dict,
                 made.append(make_pair(campaign, criterion, rng, ready=ready))
 
     retry_on_lock(write)
-    return made[0] if made else None
+    if not made or made[0] is None:  # (a copy rendered for nothing leaves no file behind)
+        if "prepared" in ready:
+            images.discard(ready["prepared"])
+        return None
+    return made[0]
 
 
 def _plan(campaign_id: int, criterion: str, rng, exclude=frozenset()) -> dict:

@@ -17,6 +17,7 @@ from arena.campaigns import allocation, campaigns, gold
 from arena.catalog import images, ingest, presentation
 from arena.errors import Invalid
 from arena.extensions import db
+from arena.infra.storage import get_storage
 from arena.models import Campaign, Comparison, GenModel, Image, Owner, Prompt, Task
 from arena.voting import matchmaking
 from tests.datasets import IMAGES
@@ -209,6 +210,22 @@ def test_damaged_gold_grows_to_what_the_campaign_wants_without_running_ahead(liv
     for _ in range(want - have + 3):
         gold.replenish(voter_id=voter.id, criterion="preference", rng=rng)
     assert _damaged_preference_pairs() == want
+
+
+def test_a_damaged_copy_rendered_for_a_campaign_at_its_cap_leaves_no_file(live, ctx):
+    """A copy is rendered before its write; when the write then finds the campaign at its
+    cap (another process made the last pair meanwhile), the copy's files are deleted: the
+    image store holds nothing no row names."""
+    current_app.config["GOLD_MAX_DAMAGED"] = _damaged_preference_pairs()
+    rng = np.random.default_rng(9)
+    plan = gold._plan(live.id, "preference", rng)
+    assert "sha256" in plan  # (a new copy to render, not a stored one reused)
+    ready = gold._render(plan, rng)
+    sha = ready["prepared"].sha256
+    assert get_storage().exists(images.full_name(sha))  # (rendered: written)
+    assert gold._write_planned(live.id, "preference", ready, rng) is None
+    assert not get_storage().exists(images.full_name(sha))
+    assert db.session.scalar(select(Image.id).where(Image.sha256 == sha)) is None
 
 
 def test_swapped_and_damaged_pairs_have_a_clear_answer(live):

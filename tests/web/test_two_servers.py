@@ -279,7 +279,7 @@ def test_caddy_spreads_the_voters_over_both_servers_and_skips_a_dead_one(deploym
         victim = deployment.servers[1]
         os.killpg(victim.pid, signal.SIGKILL)
         victim.wait()
-        time.sleep(3)  # (health_interval 1s)
+        time.sleep(seconds(3))  # (health_interval 1s: a few checks, more on a busy box)
         assert not _vote_through(port, deployment.ledger, voters=2, sessions=3)
         deployment.check_votes()
     finally:
