@@ -34,9 +34,9 @@ COLUMNS = ["rank", "model", "score", "score_low", "score_high", "rating", "ci_lo
 # how much the voters agree on the criterion (arena.ranking.agreement): the same on every row
 AGREEMENT_COLUMNS = ["agreement_alpha", "agreement_alpha_low", "agreement_alpha_high",
                      "agreement_majority", "agreement_majority_low", "agreement_majority_high",
-                     "agreement_pairs"]
+                     "agreement_pairs", "agreement_voters"]
 INTEGER_COLUMNS = {"rank", "rank_best", "rank_worst", "tier", "votes", "lead_voters",
-                   "agreement_pairs"}
+                   "agreement_pairs", "agreement_voters"}
 
 
 def clean(value):
@@ -141,10 +141,15 @@ def _agreement_line(ranking: Ranking) -> list[str]:
     a = ranking.agreement
     if a is None:
         return []
+    over = (f"{a.pairs:,d} pairs voted more than once" if a.voters is None
+            else f"{a.pairs:,d} pairs voted more than once and their {a.voters:,d} voters")
+    if a.alpha_low is None:
+        return [f"voters agree: Krippendorff's alpha {a.alpha:.2f}, {100 * a.majority:.1f}% of "
+                f"votes with their pair's majority, over {over}; {a.note}"]
     return [f"voters agree: Krippendorff's alpha {a.alpha:.2f} ({a.alpha_low:.2f} to "
             f"{a.alpha_high:.2f}), {100 * a.majority:.1f}% of votes with their pair's majority "
             f"({100 * a.majority_low:.1f}-{100 * a.majority_high:.1f}%), 95% intervals over "
-            f"{a.pairs:,d} pairs voted more than once"]
+            f"{over}"]
 
 
 # --- The vote log -------------------------------------------------------------------------

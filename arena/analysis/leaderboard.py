@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from arena import criteria
 from arena.analysis import methods, published, rollups, slices
-from arena.analysis.agreement import criterion_agreement, published_agreement
+from arena.analysis.agreement import shown_agreement
 from arena.analysis.reliability import WEIGHTS, weigh
 from arena.analysis.tallies import (
     TWO_WAY,
@@ -32,7 +32,7 @@ from arena.analysis.tallies import (
 from arena.extensions import db
 from arena.models import Campaign, Comparison, GenModel, Vote
 from arena.ranking import PairCounts, PairMoments, bootstrap, bradley_terry, instant_intervals
-from arena.ranking.agreement import Agreement, agreement
+from arena.ranking.agreement import Agreement
 from arena.ranking.elo import keyed_order
 from arena.ranking.robustness import flips
 
@@ -444,16 +444,15 @@ def rank_models(
     found = (None if weights is not None or not chosen.rollups
              else _rolled_up(criterion, slice_, cluster, margins, intervals, rounds))
     if found is not None:
-        counted, sides = found
+        counted = found
     elif weights is not None:
-        counted, sides = weigh(tally(criterion, slice_, cluster="voter"), slice_.as_of,
-                               weights), None
+        counted = weigh(tally(criterion, slice_, cluster="voter"), slice_.as_of, weights)
         if cluster == TWO_WAY:
             counted.flags.append("weighted: intervals cluster by voter only (the weights are "
                                  "the voters')")
             cluster = "voter"
     else:
-        counted, sides = tally(criterion, slice_, cluster=cluster, margins=margins), None
+        counted = tally(criterion, slice_, cluster=cluster, margins=margins)
     if public and slice_.active() and _too_few_voters(counted, cluster):
         return _withheld(criterion, method, slice_)
     ranking = FITS[chosen.name](Fit(
@@ -468,12 +467,7 @@ def rank_models(
     if counted.margins:
         ranking.slice["reweighted"] = "; ".join(m.describe() for m in counted.margins)
     ranking.as_of = slice_.as_of
-    if sides is not None:  # (a rolled-up slice: its agreement from the same reading)
-        ranking.agreement = agreement(sides)
-    elif public and not slice_.active():
-        ranking.agreement = published_agreement(criterion, slice_.as_of)
-    else:
-        ranking.agreement = criterion_agreement(criterion, slice_)
+    ranking.agreement = shown_agreement(criterion, slice_, public)
     if public and not slice_.active() and found is not None:
         _published_leads(criterion, ranking)
     return ranking
@@ -554,12 +548,11 @@ def _method(name: str) -> methods.Method:
 
 
 def _rolled_up(criterion, slice_: Slice, cluster, margins, intervals, rounds
-               ) -> tuple[Tally, np.ndarray | None] | None:
+               ) -> Tally | None:
     """The counted votes from the rollup (:mod:`arena.analysis.rollups`) where it holds what
     the ranking needs: every vote or one rolled-up slice (:mod:`arena.analysis.slices`)
     besides the public cut-off, Bradley-Terry, and intervals from voters' moments (the
-    sandwich) or from the pooled votes; with a slice, its comparisons' sides from the same
-    reading (for its agreement). Else None."""
+    sandwich) or from the pooled votes. Else None."""
     sliced = slices.field_of(slice_)
     if (margins or (slice_.active() and sliced is None)
             or cluster not in ("voter", "none", TWO_WAY)
@@ -573,7 +566,7 @@ def _rolled_up(criterion, slice_: Slice, cluster, margins, intervals, rounds
         return None
     counts = {"none": found.pooled(), "voter": replace(found, prompt_cross=None, n_prompts=0)
               }.get(cluster, found)
-    return Tally(ids, names, counts, cluster), rolled.sides() if rolled is not None else None
+    return Tally(ids, names, counts, cluster)
 
 
 def _too_few_voters(counted: Tally, cluster: str) -> bool:

@@ -362,38 +362,6 @@ def comparison_votes(before: datetime, *among):
             .group_by(both.c.comparison_id).subquery())
 
 
-def comparison_sides(criterion: str, as_of: datetime | None = None) -> np.ndarray | None:
-    """Per ordinary comparison of ``criterion``, its counted votes stamped before ``as_of``
-    (all when None) for its first and its second image, from the rollup and the votes past
-    its watermark: an array of rows (first, second). None when there is no rollup, or it
-    runs past ``as_of`` (read the log, :func:`arena.analysis.agreement.sides`)."""
-    row = db.session.get(RankingRollup, criterion, populate_existing=True)
-    if row is None or (as_of is not None and row.through > as_of):
-        return None
-    before = as_of or datetime(9999, 1, 1)
-    ordinary = Comparison.is_validation.is_(False)
-    parts = [select(Vote.comparison_id.label("comparison_id"), first_votes().label("first"),
-                    func.count().label("n"))
-             .join(Comparison, Comparison.id == Vote.comparison_id)
-             .where(Vote.flags == 0, ordinary, *clauses).group_by(Vote.comparison_id)
-             for clauses in _not_rolled_up(criterion, before, waiting=as_of is None)]
-    parts.append(select(RollupComparison.comparison_id, RollupComparison.first_votes,
-                        RollupComparison.votes)
-                 .join(Comparison, Comparison.id == RollupComparison.comparison_id)
-                 .where(RollupComparison.criterion == criterion, ordinary,
-                        _usable(RollupComparison.criterion, before)))
-    both = union_all(*parts).subquery()
-    return sides_of(select(func.sum(both.c.first), func.sum(both.c.n))
-                    .group_by(both.c.comparison_id))
-
-
-def sides_of(query) -> np.ndarray:
-    """Rows (first, second) from a query of rows (votes for the first image, votes)."""
-    rows = np.array([tuple(r) for r in db.session.execute(query)],
-                    dtype=np.int64).reshape(-1, 2)
-    return np.column_stack([rows[:, 0], rows[:, 1] - rows[:, 0]])
-
-
 def campaign_voters(campaign_id: int, before: datetime, waiting: bool = False):
     """Per voter of the campaign (``voter_id``, ``votes``, ``gold``, ``failed``), a
     subquery: their votes counted in public figures before ``before`` (with ``waiting``,

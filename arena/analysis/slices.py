@@ -76,8 +76,8 @@ class Rolled:
         return self.state.moments(ids)
 
     def sides(self) -> np.ndarray:
-        """As :func:`arena.analysis.agreement.sides`: per ordinary comparison, the slice's
-        counted votes for its first and its second image."""
+        """Per ordinary comparison in the slice's cells, its counted votes for its first and
+        its second image (what the cells hold of each comparison, as the log counts it)."""
         comparisons, index = np.unique(self.cells[:, 1], return_inverse=True)
         votes = self.cells[:, 5]
         total = np.bincount(index.ravel(), weights=votes, minlength=len(comparisons))

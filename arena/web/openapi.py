@@ -118,11 +118,13 @@ def _schemas() -> dict:
         "ImageReport": {"type": "object", "required": ["side", "reason"], "properties": {
             "side": {"enum": ANSWERS}, "reason": {"enum": ["broken", "offensive", "other"]}}},
         "Leaderboard": {"type": "object", "required": ["criterion", "models"], "properties": {
-            # Krippendorff's alpha and the majority share with 95% intervals, pairs and votes
+            # Krippendorff's alpha and the majority share with 95% intervals (null with too
+            # few voters: ``note`` says why), pairs, votes and voters
             "agreement": {"type": ["object", "null"], "properties": {
-                name: {"type": ["number", "null"]} for name in (
+                **{name: {"type": ["number", "null"]} for name in (
                     "alpha", "alpha_low", "alpha_high", "majority", "majority_low",
-                    "majority_high", "pairs", "votes")}},
+                    "majority_high", "pairs", "votes", "voters", "effective_voters")},
+                "note": {"type": ["string", "null"]}}},
             "models": {"type": "array", "items": {
                 "type": "object", "required": ["rank", "model"],
                 "properties": {"rank": {"type": ["integer", "null"]},
