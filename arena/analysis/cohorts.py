@@ -72,11 +72,13 @@ def screen(before: datetime, period: timedelta) -> list[int]:
         return []
     tests = sum(count(p[2].n_items, len(p[3])) for p in plans)
     level = float(ndtri(1 - alpha / tests))
+    # a gap a cohort reversed: one-sided, over every cohort's gaps (a farm buys a reversal)
+    pivotal = float(ndtri(1 - alpha / max(sum(len(p[3]) for p in plans), 1)))
     names = models()[1]
     opened = []
     for criterion, voter_ids, data, gaps, cohort in plans:
         member = np.isin(voter_ids, cohort.voters)
-        result = cohort_test(data, member, gaps, level)
+        result = cohort_test(data, member, gaps, level, pivotal_level=pivotal)
         if result.flagged:
             opened.append(_open(criterion, cohort, result, voter_ids, names, int(member.sum())))
     return [review for review in opened if review is not None]

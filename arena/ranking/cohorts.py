@@ -24,9 +24,12 @@ a variance the reference tells: the binomial part of each vote, plus each voter'
 (``kappa_p`` likewise), both estimated by the method of moments from the reference's voters and
 prompts (so a farm cannot widen the yardstick it is measured by), plus the reference fit's own
 uncertainty (a two-way sandwich). The cohort is **flagged** when a statistic passes ``level``
-(the caller sets it, e.g. Bonferroni over every statistic of every cohort tested). Then the
-fewest members, most extreme first, whose removal takes every statistic back under the level
-are named: what is left of the cohort moves the ranking no more than voters like the crowd
+(the caller sets it, e.g. Bonferroni over every statistic of every cohort tested), or when a
+gap it reversed (the reference's fit orders the two models the other way) passes the
+one-sided ``pivotal_level``: what a farm buys is a reversal, and a cohort that is a large
+share of the votes needs little z for one. Then the fewest members, most extreme first,
+whose removal takes every statistic back under the level and leaves no gap reversed are
+named: what is left of the cohort moves the ranking no more than voters like the crowd
 could.
 """
 
@@ -87,7 +90,7 @@ def count(n_items: int, gaps: int) -> int:
 
 def cohort_test(data: PairCounts, member: np.ndarray, gaps: list[tuple[int, int]],
                 level: float, min_reference_games: float = 20.0, cap: float = 60.0,
-                clean: float = 3.0) -> CohortTest:
+                clean: float = 3.0, pivotal_level: float | None = None) -> CohortTest:
     """Test the cohort ``member`` (a mask over the voters of two-way ``data``: ``ways[0]``)
     against the rest. ``gaps``: pairs (i, j) of items adjacent in the public order, i above
     j. Models with fewer than ``min_reference_games`` games in the reference are left out
@@ -95,7 +98,11 @@ def cohort_test(data: PairCounts, member: np.ndarray, gaps: list[tuple[int, int]
     weigh ``cap / votes`` each past ``cap`` (a heavy voter's own taste is their own screen's to
     judge). A cohort flagged is cleaned down to ``clean``: the members removed take every
     statistic under it, not only under ``level`` (what is left could still have been most of
-    a farm). Raises ValueError for data that is not two-way."""
+    a farm). ``pivotal_level``: a gap the cohort reversed (the reference's fit orders its
+    two models the other way) flags it already where the cohort's shift of that gap passes
+    this one-sided line (a gap that is the cohort's doing is what a farm buys; the caller
+    counts the gaps of every cohort tested for it). Raises ValueError for data that is not
+    two-way."""
     if data.ways is None:
         raise ValueError("cohort_test needs two-way data (voter and prompt per unit)")
     voter = data.ways[0][data.unit]
@@ -117,10 +124,20 @@ def cohort_test(data: PairCounts, member: np.ndarray, gaps: list[tuple[int, int]
     directions, labels = _directions(parts, np.flatnonzero(known), gaps)
     dispersion = parts.dispersion(directions)
     before = parts.statistics(directions, labels, member, dispersion)
-    flagged = any(abs(stat.z) >= level for stat in before)
+    flagged = any(abs(stat.z) >= level for stat in before) or (
+        pivotal_level is not None and any(
+            stat.z >= pivotal_level for stat in _pivotal(parts, before)))
     removed, after = (_remove(parts, directions, labels, member, min(clean, level), dispersion,
                               before) if flagged else (np.zeros(0, dtype=np.int64), before))
     return CohortTest(before, level, removed, after, True, votes)
+
+
+def _pivotal(parts: _Parts, statistics: list[Statistic]) -> list[Statistic]:
+    """The gap statistics whose two models the reference's fit orders the other way: the
+    gaps the cohort's votes reversed."""
+    theta = parts.theta_ref
+    return [stat for stat in statistics if stat.kind == "gap"
+            and theta[stat.items[1]] > theta[stat.items[0]]]
 
 
 class _Parts:
@@ -139,6 +156,7 @@ class _Parts:
         np.add.at(wins, (self.b[ref], self.a[ref]), games[ref] - won[ref])
         theta = bradley_terry(wins, prior=None if is_strongly_connected(wins) else 1e-3
                               ).log_strengths
+        self.theta_ref = theta
         p = expit(theta[self.a] - theta[self.b])
         self.residual = won - games * p  # toward a
         self.info = games * p * (1 - p)
@@ -348,14 +366,27 @@ def _directions(parts: _Parts, items: np.ndarray, gaps) -> tuple[np.ndarray, lis
 def _remove(parts: _Parts, directions, labels, member, level, dispersion, stats
             ) -> tuple[np.ndarray, list[Statistic]]:
     """The fewest members, most extreme first (by their share of the worst statistic, in
-    turn), whose removal takes every statistic under ``level``; and the statistics without
+    turn), whose removal takes every statistic under ``level`` and leaves no gap reversed
+    (what is left of the cohort's shift of a gap whose two models the reference orders the
+    other way leaves the reference at least half its lead); and the statistics without
     them."""
     member = member.copy()
     removed: list[int] = []
+    theta = parts.theta_ref
     for _ in range(len(labels) * 4):
         worst = max(range(len(stats)), key=lambda k: abs(stats[k].z))
+        spread = abs(stats[worst].sum / stats[worst].z) if stats[worst].z else 0.0
+        excess = abs(stats[worst].sum) - level * spread
         if abs(stats[worst].z) < level:
-            break
+            # (half the reference's lead left to it: the shift is a one-step estimate)
+            reversed_by = {k: stats[k].sum - (theta[stats[k].items[1]]
+                                              - theta[stats[k].items[0]]) / 2
+                           for k in range(len(stats)) if stats[k] in _pivotal(parts, stats)}
+            reversed_by = {k: v for k, v in reversed_by.items() if v > 0}
+            if not reversed_by:
+                break
+            worst = max(reversed_by, key=reversed_by.get)
+            excess = reversed_by[worst]
         sign = np.sign(stats[worst].sum)
         inside = parts.inside & member[parts.voter]
         diff = directions[parts.a[inside], worst] - directions[parts.b[inside], worst]
@@ -366,9 +397,8 @@ def _remove(parts: _Parts, directions, labels, member, level, dispersion, stats
         order = order[contribution[order] > 0]
         if not order.size:
             break
-        # enough of them to take this statistic under the level at its spread now
-        spread = abs(stats[worst].sum / stats[worst].z) if stats[worst].z else 0.0
-        excess = abs(stats[worst].sum) - level * spread
+        # enough of them to take this statistic under the level at its spread now (or the
+        # gap back short of its reversal)
         take = int(np.searchsorted(np.cumsum(contribution[order]), excess) + 1)
         chosen = order[:max(1, min(take, order.size))]
         member[chosen] = False
