@@ -29,6 +29,7 @@ def test_the_scale_benchmark_prints_every_figure_at_each_size():
                    r"the same, continent=EU, log +\d+ ms",
                    r"the same, continent=EU, rollup +\d+ ms",
                    r"arena rank --intervals instant +[\d.]+ s",
+                   r"the same, --live +[\d.]+ s", r"the timer's public figures +[\d.]+ s",
                    r"rollup built from the log +[\d.]+ s +\([\d,]+ votes/s\)",
                    r"rollup refresh, [\d,]+ new votes +\d+ ms",
                    r"progress figures, whole log +\d+ ms", r"progress figures, rollup +\d+ ms",
