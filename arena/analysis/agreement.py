@@ -20,6 +20,8 @@ from arena.extensions import db
 from arena.models import Comparison, Vote
 from arena.ranking.agreement import Agreement, agreement_of_voters
 
+KIND = "agreement"  # (published figures: one a criterion and rolled-up slice, by figures_key)
+
 
 def criterion_agreement(criterion: str, slice_: Slice | None = None) -> Agreement | None:
     """Krippendorff's alpha and the majority share of ``criterion``'s votes in ``slice_``,
@@ -76,7 +78,7 @@ def shown_agreement(criterion: str, slice_: Slice, public: bool) -> Agreement | 
     counted now."""
     period = slice_.as_of is not None and slice_.as_of == published.shown_cutoff()
     if period and not slice_.active():
-        found = (published.stored(_kind(criterion), published.ALL) if public
+        found = (published.stored(KIND, figures_key(criterion, Slice())) if public
                  else _published(criterion, Slice()))
     elif period and slices.field_of(slice_) is not None:
         found = _published(criterion, replace(slice_, as_of=None))
@@ -92,12 +94,9 @@ def _published(criterion: str, slice_: Slice) -> published.Published:
         found = criterion_agreement(criterion, replace(slice_, as_of=before))
         return asdict(found) if found is not None else None
 
-    active = slice_.active()
-    # (a slice's figures under a number of its own: the field and value it keeps)
-    key = (zlib.crc32(repr(sorted(active.items())).encode()) & 0x7FFFFFFF) if active \
-        else published.ALL
-    return published.figures(_kind(criterion), key, compute)
+    return published.figures(KIND, figures_key(criterion, slice_), compute)
 
 
-def _kind(criterion: str) -> str:
-    return f"agreement:{criterion}"[:20]
+def figures_key(criterion: str, slice_: Slice) -> int:
+    """The figures' number: of the criterion and the field and value the slice keeps."""
+    return zlib.crc32(repr((criterion, sorted(slice_.active().items()))).encode()) & 0x7FFFFFFF

@@ -161,8 +161,11 @@ def test_every_ranking_carries_the_agreement_of_the_votes_it_counts(any_app):
 
         from sqlalchemy import update
 
+        from arena.analysis.agreement import KIND, figures_key
+
         stored = db.session.execute(select(PublishedFigures.key, PublishedFigures.payload).where(
-            PublishedFigures.kind == "agreement:preference", PublishedFigures.key != 0)).one()
+            PublishedFigures.kind == KIND,
+            PublishedFigures.key == figures_key("preference", Slice(language="en")))).one()
         marked = {**json.loads(stored.payload), "alpha": 0.123}
         db.session.execute(update(PublishedFigures).where(PublishedFigures.key == stored.key)
                            .values(payload=json.dumps(marked)))
