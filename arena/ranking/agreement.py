@@ -68,12 +68,11 @@ def agreement_of_votes(comparison, voter, first, *, level: float = 0.95,
     pair = pair.ravel()
     counts = np.column_stack([np.bincount(pair, first, len(pairs)),
                               np.bincount(pair, ~first, len(pairs))])
-    kept = counts[pair].sum(axis=1) >= 2
-    # each pairable vote's part: its pair's parts less those of its pair without it
-    parts, rest = _parts(counts[pair[kept]]), counts[pair[kept]] - np.column_stack(
-        [first[kept], ~first[kept]])
-    left = rest.sum(axis=1) >= 2
-    parts[left] -= _parts(rest[left])
+    pairable = counts.sum(axis=1) >= 2
+    kept = pairable[pair]
+    at = (np.cumsum(pairable) - 1)[pair[kept]]  # (each pairable vote's row among the pairable)
+    for_first, for_second = _vote_parts(counts[pairable])
+    parts = np.where(first[kept, None], for_first[at], for_second[at])
     labels, unit = np.unique(voter[kept], return_inverse=True)
     voters = np.zeros((len(labels), 5))
     np.add.at(voters, unit.ravel(), np.column_stack([np.ones(kept.sum()), parts]))
@@ -109,15 +108,8 @@ def _agreement(counts: np.ndarray, voters, level: float, min_voters: int) -> Agr
     effective = None
     if voters is not None:
         # the votes' own term from each pair's two kinds of vote (one for either image)
-        influence, weight = [], []
-        for side in (0, 1):
-            rest = counts - np.eye(2)[side]
-            part = parts.copy()
-            left = rest.sum(axis=1) >= 2
-            part[left] -= _parts(rest[left])
-            influence.append(part @ gradient)
-            weight.append(counts[:, side])
-        influence, weight = np.concatenate(influence), np.concatenate(weight)
+        influence = np.concatenate(_vote_parts(counts)) @ gradient
+        weight = np.concatenate([counts[:, 0], counts[:, 1]])
         per_voter = voters[:, 1:] @ gradient
         two_way = variance + _clustered(per_voter) - _clustered(influence, weight)
         # (a difference of variances: where it is not positive, the larger one way's)
@@ -152,6 +144,20 @@ def _clustered(influence: np.ndarray, weight: np.ndarray | None = None) -> np.nd
         return np.zeros(influence.shape[1])
     mean = (weight[:, None] * influence).sum(axis=0) / units
     return units / (units - 1) * (weight[:, None] * (influence - mean) ** 2).sum(axis=0)
+
+
+def _vote_parts(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per pairable comparison, a vote's part for either image: the comparison's parts less
+    those of the comparison without one vote for its first (then its second) image."""
+    whole = _parts(counts)
+    found = []
+    for side in (0, 1):
+        rest = counts - np.eye(2)[side]
+        part = whole.copy()
+        left = rest.sum(axis=1) >= 2
+        part[left] -= _parts(rest[left])
+        found.append(part)
+    return found[0], found[1]
 
 
 def _parts(counts: np.ndarray) -> np.ndarray:

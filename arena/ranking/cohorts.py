@@ -126,18 +126,17 @@ def cohort_test(data: PairCounts, member: np.ndarray, gaps: list[tuple[int, int]
     before = parts.statistics(directions, labels, member, dispersion)
     flagged = any(abs(stat.z) >= level for stat in before) or (
         pivotal_level is not None and any(
-            stat.z >= pivotal_level for stat in _pivotal(parts, before)))
+            stat.z >= pivotal_level for stat in before if _reversed(parts, stat)))
     removed, after = (_remove(parts, directions, labels, member, min(clean, level), dispersion,
                               before) if flagged else (np.zeros(0, dtype=np.int64), before))
     return CohortTest(before, level, removed, after, True, votes)
 
 
-def _pivotal(parts: _Parts, statistics: list[Statistic]) -> list[Statistic]:
-    """The gap statistics whose two models the reference's fit orders the other way: the
-    gaps the cohort's votes reversed."""
+def _reversed(parts: _Parts, stat: Statistic) -> bool:
+    """A gap statistic whose two models the reference's fit orders the other way: a gap the
+    cohort's votes reversed."""
     theta = parts.theta_ref
-    return [stat for stat in statistics if stat.kind == "gap"
-            and theta[stat.items[1]] > theta[stat.items[0]]]
+    return stat.kind == "gap" and theta[stat.items[1]] > theta[stat.items[0]]
 
 
 class _Parts:
@@ -379,9 +378,8 @@ def _remove(parts: _Parts, directions, labels, member, level, dispersion, stats
         excess = abs(stats[worst].sum) - level * spread
         if abs(stats[worst].z) < level:
             # (half the reference's lead left to it: the shift is a one-step estimate)
-            reversed_by = {k: stats[k].sum - (theta[stats[k].items[1]]
-                                              - theta[stats[k].items[0]]) / 2
-                           for k in range(len(stats)) if stats[k] in _pivotal(parts, stats)}
+            reversed_by = {k: stat.sum - (theta[stat.items[1]] - theta[stat.items[0]]) / 2
+                           for k, stat in enumerate(stats) if _reversed(parts, stat)}
             reversed_by = {k: v for k, v in reversed_by.items() if v > 0}
             if not reversed_by:
                 break
