@@ -514,7 +514,7 @@ class CohortReview(db.Model):
     __tablename__ = "cohort_review"
     id: Mapped[int] = mapped_column(primary_key=True)
     criterion: Mapped[str] = mapped_column(String(20))
-    kind: Mapped[str] = mapped_column(String(20))  # period, day, week, counted
+    kind: Mapped[str] = mapped_column(String(20))  # period, day, week, counted; "... busy"
     since: Mapped[datetime] = mapped_column(DateTime)  # the cohort's window
     until: Mapped[datetime] = mapped_column(DateTime)
     found_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

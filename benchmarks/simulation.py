@@ -754,15 +754,16 @@ def networks(n_units: int, farm: np.ndarray, seed: int, shared: int = 10,
 @dataclass(frozen=True)
 class CohortStudy:
     """A crowd (``voters`` of them, the last ``cohort`` share new) voting ``votes`` times on
-    ``models`` models evenly spread over 1.6 log units, 24 prompts: tastes of their own
+    ``models`` models evenly spread over ``spread`` log units, 24 prompts: tastes of their own
     (``taste`` sd per model), prompt effects (``prompt_sd`` per model and prompt), unequal
     activity (``activity_sd`` of a lognormal, or ``zipf``); the new voters may be served
     ``cohort_prompts`` of the prompts or pairs among ``cohort_models`` only, or be
     ``cohort_heavy`` times as active (benchmarks/cohorts.py, tests/unit/test_cohorts.py).
     A farm among the new voters: ``farm`` identities of ``farm_votes`` votes, ``on_target``
     of them on the weakest model's pairs for it (or, ``omnipresent``, on its upper
-    neighbour's pairs against it: the neighbour down without the target), the rest with the
-    crowd's majority."""
+    neighbour's pairs against it: the neighbour down without the target; ``both``: half of
+    each), the rest with the crowd's majority (``elsewhere_crowd``: drawn as the crowd's
+    strengths draw)."""
 
     models: int = 8
     voters: int = 600
@@ -780,13 +781,16 @@ class CohortStudy:
     farm_votes: int = 14
     on_target: int = 4
     omnipresent: bool = False
+    both: bool = False
+    elsewhere_crowd: bool = False
+    spread: float = 1.6
 
     def draw(self, seed: int):
         """(two-way data, the new voters' mask, the true order's adjacent gaps, the farm's
         mask), voters numbered as the data's first way."""
         rng = np.random.default_rng(seed)
         n = self.models
-        theta = np.linspace(0.8, -0.8, n)
+        theta = np.linspace(self.spread / 2, -self.spread / 2, n)
         activity = (1.0 / (1 + rng.permutation(self.voters)) if self.zipf
                     else rng.lognormal(0, self.activity_sd, self.voters))
         new_from = int(self.voters * (1 - self.cohort))
@@ -815,16 +819,19 @@ class CohortStudy:
         for k in range(self.farm):
             fa = rng.integers(0, n, self.farm_votes)
             fb = (fa + rng.integers(1, n, self.farm_votes)) % n
-            pick_a = theta[fa] > theta[fb]  # the crowd's majority
-            chosen = slice(0, self.on_target)
-            if self.omnipresent:  # the neighbour against models other than the target
+            pick_a = (rng.random(self.farm_votes) < expit(theta[fa] - theta[fb])
+                      if self.elsewhere_crowd else theta[fa] > theta[fb])
+            half = self.on_target // 2 if self.both else 0
+            if self.omnipresent or self.both:  # the neighbour against models other than the target
+                chosen = slice(half, self.on_target)
                 fa[chosen] = above
                 fb[chosen] = rng.choice([m for m in range(n) if m not in (above, target)],
-                                        self.on_target)
+                                        self.on_target - half)
                 pick_a[chosen] = False
-            else:
+            if not self.omnipresent:
+                chosen = slice(0, half if self.both else self.on_target)
                 fa[chosen] = target
-                fb[chosen] = (target + rng.integers(1, n, self.on_target)) % n
+                fb[chosen] = (target + rng.integers(1, n, chosen.stop)) % n
                 pick_a[chosen] = True
             winners.append(np.where(pick_a, fa, fb))
             losers.append(np.where(pick_a, fb, fa))

@@ -3,9 +3,10 @@ voters like the crowd would (:mod:`arena.ranking.cohorts`), kept out of public f
 an operator looks.
 
 Once a period, among the votes that count in public figures at the period's cut-off, the
-rollup timer tests four cohorts per criterion: the voters first seen in the period, in the
-day and in the week before the cut-off, and those whose votes first count in the period
-(trust earned: :mod:`arena.voting.trust`), each against every other voter. A cohort past the
+rollup timer tests up to eight cohorts per criterion: the voters first seen in the period, in
+the day and in the week before the cut-off, those whose votes first count in the period (trust
+earned: :mod:`arena.voting.trust`), and the busier half of each
+(:func:`arena.ranking.cohorts.busier_half`), each against every other voter. A cohort past the
 line (``SCREEN_COHORT_ALPHA`` shared by every statistic of every cohort tested) opens a
 review (``CohortReview``) with the evidence, and the fewest of its voters whose votes take
 it back under the line wait: their votes count in no public figure (``Vote.public_at`` None,
@@ -34,12 +35,14 @@ from arena.extensions import db
 from arena.infra.database import write_transaction
 from arena.models import CohortReview, Comparison, RankingRollup, Vote, Voter, utcnow
 from arena.ranking import PairCounts, bradley_terry
-from arena.ranking.cohorts import ELO, CohortTest, cohort_test, count
+from arena.ranking.cohorts import ELO, CohortTest, busier_half, cohort_test, count
 
-KINDS = ("period", "day", "week", "counted")
+KINDS = ("period", "day", "week", "counted", "period busy", "day busy", "week busy",
+         "counted busy")
 _WHO = {"period": "voters first seen in the period", "day": "voters first seen that day",
         "week": "voters first seen that week", "counted": "voters whose votes began to count "
         "in the period"}
+_WHO |= {f"{kind} busy": f"the busier half of the {_WHO[kind]}" for kind in list(_WHO)}
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,9 @@ def screen(before: datetime, period: timedelta) -> list[int]:
         played = (data.matrix() + data.matrix().T).sum(axis=1) > 0
         order = [int(m) for m in order if played[m]]
         gaps = list(pairwise(order))
-        for cohort in _cohorts(voter_ids, before, period):
+        cast = np.bincount(data.ways[0][data.unit], data.ab + data.ba + data.tie,
+                           minlength=voter_ids.size)
+        for cohort in _cohorts(voter_ids, cast, before, period):
             plans.append((criterion, voter_ids, data, gaps, cohort))
     if not plans:
         return []
@@ -104,29 +109,34 @@ def _public_votes(criterion: str, before: datetime) -> tuple[np.ndarray, PairCou
     return np.unique(voters), data
 
 
-def _cohorts(voter_ids: np.ndarray, before: datetime, period: timedelta) -> list[Cohort]:
-    """The cohorts among the voters with counted votes, each tested once (a day's that holds
-    only the period's voters is the period's)."""
+def _cohorts(voter_ids: np.ndarray, cast: np.ndarray, before: datetime, period: timedelta
+             ) -> list[Cohort]:
+    """The cohorts among the voters with counted votes (``cast`` of them each, as
+    ``voter_ids`` orders them), each tested once (a day's that holds only the period's voters
+    is the period's): first seen in a window or counted from the period, and the busier half
+    of each."""
     rows = []
     ids = voter_ids.tolist()
     for start in range(0, len(ids), 5_000):  # (SQLite's limit on parameters)
         rows += db.session.execute(select(Voter.id, Voter.created_at, Voter.earned_at).where(
             Voter.id.in_(ids[start:start + 5_000]))).all()
-    created = {v: c for v, c, _ in rows}
-    earned = {v: e for v, _, e in rows}
+    since = {"period": before - period, "day": before - timedelta(days=1),
+             "week": before - timedelta(days=7)}
+    chosen = {kind: [v for v, c, _ in rows if c is not None and start <= c < before]
+              for kind, start in since.items()}
+    chosen["counted"] = [v for v, _, e in rows if e is not None and since["period"] <= e < before]
+    since["counted"] = since["period"]
     found, seen = [], set()
-    windows = (("period", period), ("day", timedelta(days=1)), ("week", timedelta(days=7)))
-    for kind, span in windows:
-        since = before - span
-        voters = sorted(v for v, c in created.items() if c is not None and since <= c < before)
-        key = tuple(voters)
-        if voters and key not in seen and len(voters) < len(ids):
-            seen.add(key)
-            found.append(Cohort(kind, since, before, np.array(voters, dtype=np.int64)))
-    since = before - period
-    voters = sorted(v for v, e in earned.items() if e is not None and since <= e < before)
-    if voters and tuple(voters) not in seen and len(voters) < len(ids):
-        found.append(Cohort("counted", since, before, np.array(voters, dtype=np.int64)))
+    for kind, voters in chosen.items():
+        if not 0 < len(voters) < len(ids):
+            continue  # (a window that holds every voter has no crowd to be held against)
+        busy = voter_ids[busier_half(cast, np.isin(voter_ids, voters))]
+        for name, members in ((kind, np.array(sorted(voters), dtype=np.int64)),
+                              (f"{kind} busy", busy)):
+            key = tuple(members.tolist())
+            if members.size and key not in seen:
+                seen.add(key)
+                found.append(Cohort(name, since[kind], before, members))
     return found
 
 

@@ -4,8 +4,9 @@ would, however few votes each casts.
 A farm shaped to the per-voter screen (:mod:`arena.ranking.favouritism`) spreads its votes
 thin: many identities, each too short for a score of its own, each agreeing with the crowd
 but for a few votes. What it cannot spread thin is their sum. So the voters new together
-(first seen in one period, one day, one week, or counted from one period) are tested as one
-unit against the crowd outside them (the **reference**).
+(first seen in one period, one day, one week, or counted from one period; and those of each
+who cast the busier half of its votes) are tested as one unit against the crowd
+outside them (the **reference**).
 
 At the reference's Bradley-Terry fit each of the cohort's votes on a pair (a, b) has an
 expected outcome; its residual ``y - p`` times ``L_a - L_b`` is its part of a linear
@@ -86,6 +87,24 @@ class CohortTest:
 def count(n_items: int, gaps: int) -> int:
     """How many statistics one cohort test computes (a Bonferroni count)."""
     return 2 * (n_items + gaps)
+
+
+def busier_half(cast: np.ndarray, member: np.ndarray, least: int = 20) -> np.ndarray:
+    """The members (a mask) who cast more votes (``cast``: per voter) than the one whose
+    votes bring the busiest members' count to half the cohort's (or, where none does, as many
+    as that one): a cohort of its own, as a farm's identities cast more than most newcomers do
+    unless it buys more of them. None when fewer than ``least``: a few busy voters are each
+    the per-voter screen's to score, and a handful's tastes are no normal sum."""
+    ids = np.flatnonzero(member & (cast > 0))
+    if ids.size < least:
+        return np.zeros_like(member, dtype=bool)
+    order = ids[np.argsort(-cast[ids], kind="stable")]
+    total = np.cumsum(cast[order])
+    last = cast[order[min(int(np.searchsorted(total, total[-1] / 2)), order.size - 1)]]
+    busy = member & (cast > last)
+    if not busy.any():
+        busy = member & (cast >= last)
+    return busy if busy.sum() >= least else np.zeros_like(member, dtype=bool)
 
 
 def cohort_test(data: PairCounts, member: np.ndarray, gaps: list[tuple[int, int]],

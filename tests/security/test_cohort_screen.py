@@ -38,15 +38,16 @@ def _at(voter_ids, when) -> None:
 STRENGTH = {"model-0": 0.9, "model-1": 0.3, "model-2": -0.3, "model-3": -0.9}
 
 
-def _crowd(rng, count: int, seed: int, taste: dict | None = None) -> list[int]:
+def _crowd(rng, count: int, seed: int, taste: dict | None = None, sessions: int = 4
+           ) -> list[int]:
     """Honest voters who pick by the crowd's Bradley-Terry strengths (and a taste of their
-    own, sd 0.3 per model), four sessions each."""
+    own, sd 0.3 per model), ``sessions`` each."""
     ids = []
     for k in range(count):
         voter = new_voter()
         own = {m: s + 0.3 * rng.normal() + (taste or {}).get(m, 0.0)
                for m, s in STRENGTH.items()}
-        for _ in range(4):
+        for _ in range(sessions):
             try:
                 session = matchmaking.start_session(voter, np.random.default_rng(seed + k),
                                                     "preference")
@@ -60,14 +61,14 @@ def _crowd(rng, count: int, seed: int, taste: dict | None = None) -> list[int]:
     return ids
 
 
-def _farm_identity(seed: int, on_target: int = 3) -> int:
-    """Two sessions: the target's image whenever shown, up to ``on_target`` times, the
+def _farm_identity(seed: int, on_target: int = 3, sessions: int = 2) -> int:
+    """``sessions``: the target's image whenever shown, up to ``on_target`` times, the
     crowd's order otherwise."""
     voter = new_voter()
     rng = np.random.default_rng(seed)
     rank = {name: k for k, name in enumerate(ORDER)}
     backed = 0
-    for _ in range(2):
+    for _ in range(sessions):
         try:
             session = matchmaking.start_session(voter, rng, "preference")
         except matchmaking.NoTasksAvailable:
@@ -136,6 +137,33 @@ def test_a_wide_thin_farm_waits_out_of_public_figures_until_an_operator_looks(ap
         held = set(db.session.scalars(select(Voter.id).where(Voter.held_at.is_not(None))))
         assert held == waiting  # an operator's verdict, on the review's evidence
         assert db.session.get(CohortReview, review.id).decision == "kept out"
+
+
+def test_a_busy_farm_hidden_among_many_light_newcomers_waits(app, runner):
+    """30 identities of three sessions, three of their nine votes for the target, among 150
+    honest newcomers of one session each: the period's newcomers as a whole hold the farm
+    with the honest newcomers' noise (z 3.8, under the line); their busier half is the
+    farm (z 10.7), and it waits."""
+    app.config.update(VALIDATION_RATE=0.0, REVEAL_WORD_MS=0)
+    rng = np.random.default_rng(9)
+    period = timedelta(seconds=app.config["PUBLISHED_PERIOD_S"])
+    with app.app_context():
+        make_campaign(n_prompts=4, n_models=4)
+        cut = published.cutoff()
+        _at(_crowd(rng, 60, seed=0), cut - timedelta(days=3))
+        light = _crowd(rng, 150, seed=2000, sessions=1)
+        farm = [_farm_identity(3000 + k, sessions=3) for k in range(30)]
+        _at(light + farm, cut - period / 2)
+        published.forget()
+    timer = runner.invoke(args=["votes", "rollup"])
+    assert timer.exit_code == 0, timer.output
+    with app.app_context():
+        found = db.session.scalars(select(CohortReview).order_by(CohortReview.id)).all()
+        assert [r.kind for r in found] == ["period busy"], [r.reason for r in found]
+        waiting = set(db.session.scalars(select(Voter.id).where(
+            Voter.review_id == found[0].id)))
+        assert len(waiting & set(farm)) >= 15 and len(waiting - set(farm)) <= 3, waiting
+        assert db.session.scalar(select(func.count()).where(Voter.held_at.is_not(None))) == 0
 
 
 def test_an_operator_releases_a_cohort_on_the_page_and_its_voters_cannot(app, runner,
