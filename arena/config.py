@@ -204,6 +204,10 @@ class Defaults:
     # ... and when such categories and those without votes hold more than this share of a
     # margin's population, the table is refused: it would be the other groups' preferences
     POSTSTRAT_MAX_UNREPRESENTED = 0.05
+    # ... and under it, when what their preferences could move a rating (a bias no sample
+    # size shrinks) passes this share of the rating's interval half-width: the intervals
+    # would cover less than they say (a fifth: still 93% at 95% whatever those groups prefer)
+    POSTSTRAT_MAX_SHIFT = 0.2
     # Fewer resampling units (voters or prompts) than this, and clustered intervals are flagged.
     MIN_CLUSTERS = 20
     # a lead that removing fewer than this share of the voters undoes is flagged fragile

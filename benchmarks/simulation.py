@@ -42,7 +42,13 @@ from arena.ranking.hype import (
 )
 from arena.ranking.pairs import PairCounts
 from arena.ranking.sandwich import instant_intervals
-from arena.ranking.strata import Calibration, too_small, unrepresented
+from arena.ranking.strata import (
+    Calibration,
+    held_share,
+    held_shift,
+    too_small,
+    unrepresented,
+)
 
 
 @dataclass(frozen=True)
@@ -130,7 +136,10 @@ class Design:
             return None
         held = too_small(self.cells, self.cells, self.min_cell_votes, 0)
         target = np.where(held, np.nan, np.asarray(self.targets, float))
-        return Calibration(np.arange(len(self.cells))[:, None], (target,))
+        raking = Calibration(np.arange(len(self.cells))[:, None], (target,))
+        weights = raking.weights(np.asarray(self.cells, float))
+        return replace(raking, held=held_share(np.arange(len(self.cells)), self.cells,
+                                               weights, np.asarray(self.targets, float)))
 
     def pair_weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(a, b, probability) of every unordered pair."""
@@ -374,6 +383,9 @@ def coverage(design: Design, replicates: int = 200, rounds: int = 500,
                 continue
             low, high, sets = _interval(method, design, raw, data, fit, calibration, rounds,
                                         rng)
+            if method in SHOWN and _shifted(calibration, data, fit, low, high):
+                tallies[method]["withheld"] += 1
+                continue
             order_truth, truth = truths[method]
             true_rank = np.empty(design.items, dtype=int)
             true_rank[np.argsort(-order_truth, kind="stable")] = np.arange(1, design.items + 1)
@@ -419,6 +431,17 @@ def _withheld(design: Design, data: PairCounts, least: int = 20) -> bool:
         return False
     voters = data.way(0) if data.two_way else data
     return voters.n_units >= least and voters.effective_units() < least
+
+
+def _shifted(calibration, data: PairCounts, fit, low, high) -> bool:
+    """Whether Arena refuses these intervals: what the groups a reweighting leaves off their
+    targets could move a rating passes ``POSTSTRAT_MAX_SHIFT`` of its half-width
+    (arena.analysis.leaderboard._held)."""
+    if calibration is None or calibration.held <= 0:
+        return False
+    shift = ELO_SCALE / LOG10 * held_shift(data.weighted_matrix(calibration),
+                                           fit.log_strengths, calibration.held)
+    return bool(np.any(shift > Defaults.POSTSTRAT_MAX_SHIFT * (high - low) / 2))
 
 
 def leaderboard(n: int, seed: int = 42) -> tuple[float, ...]:
@@ -467,6 +490,11 @@ def designs() -> list[Design]:
         replace(strata, name="post-stratified, cells 3000/600/30 (3%) as published",
                 targets=(0.6, 0.37, 0.03), min_cell_votes=100),
         replace(strata, name="post-stratified, cells 3000/600/300", cells=(3000, 600, 300)),
+        # a group of 4.5% of the population, too small to reweight, that votes the other way
+        *(replace(strata, name=f"post-stratified, a 4.5% group held, {size // 1000}k votes",
+                  cells=(int(size * 0.7), int(size * 0.3) - 30, 30), targets=(0.6, 0.355, 0.045),
+                  cell_shift=(0.0, 0.5, -2.0), min_cell_votes=100)
+          for size in (2_000, 6_000, 20_000)),
         # active allocation decided every 2,000 votes (as the timer does with the default
         # ALLOCATION_BUDGET), and far more often
         replace(base, name="active allocation, 20k votes", allocation="active", votes=20_000,

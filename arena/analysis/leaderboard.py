@@ -19,6 +19,7 @@ from sqlalchemy import select
 from arena import criteria
 from arena.analysis import methods, published, rollups, slices
 from arena.analysis.agreement import shown_agreement
+from arena.analysis.margins import CannotReweight
 from arena.analysis.reliability import WEIGHTS, weigh
 from arena.analysis.tallies import (
     TWO_WAY,
@@ -33,8 +34,10 @@ from arena.extensions import db
 from arena.models import Campaign, Comparison, GenModel, Vote
 from arena.ranking import PairCounts, PairMoments, bootstrap, bradley_terry, instant_intervals
 from arena.ranking.agreement import Agreement
+from arena.ranking.bradley_terry import ELO_SCALE, LOG10
 from arena.ranking.elo import keyed_order
 from arena.ranking.robustness import flips
+from arena.ranking.strata import held_shift
 
 METHODS = tuple(methods.METHODS)
 INTERVALS = ("bootstrap", "instant")
@@ -143,6 +146,7 @@ def rank_counts(
     concentrated = _concentrated(sub, cluster, resample) if spread is not None else None
     if concentrated is not None:
         spread = None
+    held = _held(calibration, weighted, fit, spread, [names[i] for i in active])
     active_names = [names[i] for i in active]
     order = np.argsort(-fit.scores, kind="stable")
     elo_now = online_elo or {}
@@ -166,6 +170,8 @@ def rank_counts(
                             cluster)
     if concentrated is not None:
         ranking.flags.append(concentrated)
+    if held is not None:
+        ranking.flags.append(held)
     if certify and cluster in ("voter", TWO_WAY) and resample == "unit" \
             and calibration is None and isinstance(sub, PairCounts):
         ranking.flags += _certify(sub.way(0) if sub.two_way else sub, fit, order, rows)
@@ -244,6 +250,33 @@ def _concentrated(sub, cluster: str, resample: str) -> str | None:
     return (f"too few effective voters: a few cast most votes, so the {voters:,d} voters are "
             f"worth {worth:.0f} of equal size (fewer than {least}); no intervals are shown, "
             "as they would cover less than they say")
+
+
+def _held(calibration, weighted, fit, spread, names: list[str]) -> str | None:
+    """What the groups a reweighting leaves off their targets (``calibration.held`` of the
+    population) could move each rating whatever they prefer: a flag saying so; refused
+    (:class:`CannotReweight`) where that passes ``POSTSTRAT_MAX_SHIFT`` of an interval's
+    half-width, as such intervals cover less than they say however many votes there are."""
+    if calibration is None or calibration.held <= 0 or len(names) < 2:
+        return None
+    shift = ELO_SCALE / LOG10 * held_shift(weighted, fit.log_strengths, calibration.held)
+    groups = ", ".join(calibration.held_groups) or "groups too small to reweight"
+    said = (f"reweighted: {calibration.held:.1%} of the population is off its target share "
+            f"({groups}: too few to reweight, or no votes); what they prefer could move a "
+            f"rating by up to {shift.max():.0f} Elo")
+    if spread is None:
+        return said
+    most = current_app.config["POSTSTRAT_MAX_SHIFT"] if current_app else 0.2
+    half = (np.asarray(spread.rating_high) - np.asarray(spread.rating_low)) / 2
+    ratio = np.divide(shift, half, out=np.full_like(shift, np.inf), where=half > 0)
+    worst = int(np.argmax(ratio))
+    if ratio[worst] > most:
+        raise CannotReweight(
+            f"cannot reweight: {said}, more than {most:.0%} of the interval's half-width "
+            f"({half[worst]:.0f} Elo for {names[worst]}), so the intervals would cover less "
+            f"than they say. Rank without reweighting, with shares that leave out {groups}, "
+            "or once they have the votes to be reweighted", field="margin")
+    return f"{said}, within {most:.0%} of the intervals' half-widths"
 
 
 def _one_way(data, cluster: str) -> str:

@@ -16,13 +16,13 @@ many votes that was.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from arena.errors import Invalid, Rejected
 from arena.ranking import Calibration
-from arena.ranking.strata import too_small, unrepresented
+from arena.ranking.strata import effective_voters, held_share, too_small, unrepresented
 from arena.voting.voters import AGE_GROUPS, CONTINENTS, GENDERS
 
 # World population by continent, 2024, from the UN World Population Prospects 2024
@@ -109,31 +109,61 @@ def margins_from(values) -> tuple[Margin, ...]:
 
 def calibration(margins: tuple[Margin, ...], cells: np.ndarray, votes: np.ndarray,
                 voters: np.ndarray, min_votes: int, min_voters: int,
-                max_unrepresented: float = 1.0) -> tuple[Calibration, list[str]]:
+                max_unrepresented: float = 1.0, squares: np.ndarray | None = None
+                ) -> tuple[Calibration, list[str]]:
     """The raking of ``cells`` (cell x margin category indices into CATEGORIES) holding
     ``votes[c]`` votes of ``voters[c]`` voters each, and flags for categories held at their
-    sample share.
+    sample share. With ``squares`` (per cell, the sum of its voters' votes squared) a
+    category's voters count as what they are worth of equal votes under the raking's weights
+    (:func:`strata.effective_voters`): a category one voter dominates is held too.
 
     Raises
     ------
     CannotReweight
         When categories held at their sample share or without votes make up more than
         ``max_unrepresented`` of a margin's population (:func:`strata.unrepresented`)."""
+    weights = None
+    for _ in range(3):  # (a category held changes the weights, and so what the others are worth)
+        raking, flags = _calibration(margins, cells, votes, voters, min_votes, min_voters,
+                                     max_unrepresented, squares, weights)
+        now = raking.weights(votes)
+        if squares is None or (weights is not None and np.allclose(now, weights)):
+            break
+        weights = now
+    held = sum(held_share(cells[:, m], votes, now, [margin.targets.get(name, math.nan)
+                                                   for name in CATEGORIES[margin.attribute]])
+               for m, margin in enumerate(margins))
+    groups = tuple(_label(margin.attribute, name) for m, margin in enumerate(margins)
+                   for k, name in enumerate(CATEGORIES[margin.attribute])
+                   if margin.targets.get(name, 0) > 0 and np.isnan(raking.targets[m][k]))
+    missing = tuple(_label(margin.attribute, name) for m, margin in enumerate(margins)
+                    for k, name in enumerate(CATEGORIES[margin.attribute])
+                    if margin.targets.get(name, 0) > 0
+                    and not np.bincount(cells[:, m], weights=votes,
+                                        minlength=len(CATEGORIES[margin.attribute]))[k])
+    return replace(raking, held=held, held_groups=groups + missing), flags
+
+
+def _calibration(margins, cells, votes, voters, min_votes, min_voters, max_unrepresented,
+                 squares, weights) -> tuple[Calibration, list[str]]:
     targets, flags = [], []
     for m, margin in enumerate(margins):
         names = CATEGORIES[margin.attribute]
         per_votes = np.bincount(cells[:, m], weights=votes, minlength=len(names))
         per_voters = np.bincount(cells[:, m], weights=voters, minlength=len(names))
+        worth = per_voters if squares is None else np.minimum(per_voters, effective_voters(
+            cells[:, m], votes, squares, weights, len(names)))
         target = np.array([margin.targets.get(name, math.nan) for name in names])
-        small = too_small(per_votes, per_voters, min_votes, min_voters) & ~np.isnan(target)
+        small = too_small(per_votes, worth, min_votes, min_voters) & ~np.isnan(target)
         lost = unrepresented(target, per_votes, small)
         if lost > max_unrepresented and per_votes.sum() > 0:  # (no votes: nothing to show)
-            raise CannotReweight(_cannot(margin, names, per_votes, per_voters, small, lost,
-                                         max_unrepresented, min_votes, min_voters),
+            raise CannotReweight(_cannot(margin, names, per_votes, per_voters, worth, small,
+                                         lost, max_unrepresented, min_votes, min_voters),
                                  field="margin")
         for k in np.flatnonzero(small):
             target[k] = math.nan
-            flags.append(f"{_label(margin.attribute, names[k])}: {per_voters[k]:.0f} voters, "
+            said = _voters(per_voters[k], worth[k])
+            flags.append(f"{_label(margin.attribute, names[k])}: {said}, "
                          f"{per_votes[k]:.0f} votes (fewer than {min_voters} voters or "
                          f"{min_votes} votes), kept at its sample share, not reweighted")
         missing = [names[k] for k in range(len(names))
@@ -146,11 +176,17 @@ def calibration(margins: tuple[Margin, ...], cells: np.ndarray, votes: np.ndarra
     return Calibration(cells, tuple(targets)), flags
 
 
-def _cannot(margin, names, per_votes, per_voters, small, lost, most, min_votes,
+def _voters(voters: float, worth: float) -> str:
+    """``3 voters``, or where a few cast most of the votes ``20 voters worth 6``."""
+    said = _count(voters, "voter")
+    return said if worth >= voters - 0.5 else f"{said} worth {worth:.0f} of equal votes"
+
+
+def _cannot(margin, names, per_votes, per_voters, worth, small, lost, most, min_votes,
             min_voters) -> str:
     """Why a margin cannot be reweighted, naming each group it would have to guess."""
     groups = [f"{_label(margin.attribute, name)}, {margin.targets[name]:.0%} of the "
-              f"population: {_count(per_voters[k], 'voter')}, {_count(per_votes[k], 'vote')}"
+              f"population: {_voters(per_voters[k], worth[k])}, {_count(per_votes[k], 'vote')}"
               for k, name in enumerate(names)
               if margin.targets.get(name, 0) > 0 and (small[k] or per_votes[k] == 0)]
     return (f"cannot reweight to {margin.describe()}: {lost:.0%} of that population is in "

@@ -280,28 +280,34 @@ def _calibrate(result: Tally, criterion, slice_, margins, codes, units, winners,
     stratum[unit_index] = cell_of_row
     result.counts = PairCounts.from_rows(len(result.ids), unit_index, winners[known],
                                          losers[known], counts[known], stratum=stratum)
-    voters = _voters_per_cell(criterion, slice_, margins, cells)
+    voters, squares = _voters_per_cell(criterion, slice_, margins, cells)
     votes = np.bincount(cell_of_row, weights=counts[known], minlength=len(cells))
     cfg = current_app.config
     result.calibration, flags = margin_rules.calibration(
         margins, cells, votes, voters, cfg["POSTSTRAT_MIN_VOTES"], cfg["POSTSTRAT_MIN_VOTERS"],
-        cfg["POSTSTRAT_MAX_UNREPRESENTED"])
+        cfg["POSTSTRAT_MAX_UNREPRESENTED"], squares)
     result.margins = margins
     result.flags += flags
 
 
-def _voters_per_cell(criterion, slice_, margins, cells) -> np.ndarray:
+def _voters_per_cell(criterion, slice_, margins, cells) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell, its voters and the sum of their votes squared (what they are worth of equal
+    votes: :func:`arena.ranking.strata.effective_voters`)."""
     attributes = [getattr(Voter, m.attribute) for m in margins]
     base = (vote_filter(criterion, slice_, join_voter=True)
             .add_columns(Vote.voter_id, *[a.label(f"m{i}") for i, a in enumerate(attributes)])
             .subquery())
     keys = [base.c[f"m{i}"] for i in range(len(margins))]
-    rows = db.session.execute(
-        select(*keys, func.count(func.distinct(base.c.voter_id))).group_by(*keys)).all()
+    each = (select(*keys, func.count().label("cast")).group_by(*keys, base.c.voter_id)
+            .subquery())
+    keys = [each.c[f"m{i}"] for i in range(len(margins))]
+    rows = db.session.execute(select(*keys, func.count(), func.sum(each.c.cast * each.c.cast))
+                              .group_by(*keys)).all()
     index = {tuple(cell): c for c, cell in enumerate(cells.tolist())}
-    voters = np.zeros(len(cells))
-    for *values, count in rows:
+    voters, squares = np.zeros(len(cells)), np.zeros(len(cells))
+    for *values, count, square in rows:
         code = tuple(_code(m, v) for m, v in zip(margins, values, strict=True))
         if code in index:
             voters[index[code]] += count
-    return voters
+            squares[index[code]] += float(square or 0)
+    return voters, squares

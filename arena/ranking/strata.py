@@ -30,6 +30,10 @@ class Calibration:
     targets: tuple[np.ndarray, ...]
     max_iter: int = 200
     tol: float = 1e-10
+    # the share of the population the weights leave off its target (:func:`held_share`,
+    # summed over the margins): each pair's win rate may be off by up to that much
+    held: float = 0.0
+    held_groups: tuple[str, ...] = ()  # (their names, for what is said about them)
 
     def weights(self, cell_totals) -> np.ndarray:
         """Per-cell weights for cells holding ``cell_totals`` votes. A category with no
@@ -69,12 +73,27 @@ class Calibration:
 
 def too_small(votes, voters, min_votes: int, min_voters: int) -> np.ndarray:
     """Which categories are too small to reweight: fewer than ``min_votes`` votes or
-    ``min_voters`` voters (but some). Weighting a handful of people up to speak for a large
+    ``min_voters`` voters (but some; effective voters, :func:`effective_voters`, where the
+    caller has them). Weighting a handful of people up to speak for a large
     share makes an estimate whose intervals cannot be trusted (the coverage harness shows
     it); such a category keeps its sample share instead (a NaN target) and is flagged."""
     votes = np.asarray(votes, dtype=float)
     voters = np.asarray(voters, dtype=float)
     return (votes > 0) & ((votes < min_votes) | (voters < min_voters))
+
+
+def effective_voters(category, votes, squares, weights=None, size: int = 0) -> np.ndarray:
+    """Per category (``category[c]`` of each cell c), how many voters of equal votes its
+    voters are worth under the cells' calibration ``weights`` (default 1):
+    (sum w N)^2 / sum w^2 S, N a cell's votes and S the sum of its voters' votes squared. A
+    category where one voter of twenty casts 40% of the votes is worth about six: reweighted,
+    that voter would speak for most of its share of the population."""
+    category = np.asarray(category, dtype=np.int64)
+    w = np.ones(category.size) if weights is None else np.asarray(weights, dtype=float)
+    size = max(size, int(category.max(initial=-1)) + 1)
+    total = np.bincount(category, weights=w * np.asarray(votes, float), minlength=size)
+    spread = np.bincount(category, weights=w * w * np.asarray(squares, float), minlength=size)
+    return np.divide(total ** 2, spread, out=np.zeros(size), where=spread > 0)
 
 
 def unrepresented(target, votes, small) -> float:
@@ -88,6 +107,39 @@ def unrepresented(target, votes, small) -> float:
     total = target[named].sum()
     lost = named & (np.asarray(small, bool) | (np.asarray(votes, float) <= 0))
     return float(target[lost].sum() / total) if total > 0 else 0.0
+
+
+def held_share(category, votes, weights, target) -> float:
+    """How far the reweighted sample's shares of one margin's categories with a target
+    (``target[k]``, NaN for none) are from those targets: half their L1 distance, the most by
+    which any pair's win rate in the population can differ from the reweighted one whatever
+    the categories held at their sample share (or without votes) prefer. ``category[c]``,
+    ``votes[c]`` and ``weights[c]`` per cell."""
+    target = np.asarray(target, dtype=float)
+    named = ~np.isnan(target)
+    have = np.bincount(np.asarray(category, dtype=np.int64),
+                       weights=np.asarray(weights, float) * np.asarray(votes, float),
+                       minlength=target.size)[named]
+    goal = target[named]
+    if have.sum() <= 0 or goal.sum() <= 0:
+        return 0.0
+    return float(0.5 * np.abs(have / have.sum() - goal / goal.sum()).sum())
+
+
+def held_shift(weighted, theta, share: float) -> np.ndarray:
+    """Per item, the most (to first order) its centred log-strength ``theta`` fitted to the
+    ``weighted`` win matrix can be off when every pair's win rate may be off by ``share``
+    (:attr:`Calibration.held`): share x sum over pairs of n_ab |H+_ia - H+_ib|, H the fit's
+    information. A bias that does not shrink with the sample, unlike the intervals."""
+    w = np.asarray(weighted, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    games = w + w.T
+    p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))
+    info = games * p * p.T
+    h = np.diag(info.sum(axis=1)) - info
+    h_inv = np.linalg.pinv(h, hermitian=True)
+    a, b = np.triu_indices(w.shape[0], 1)
+    return share * (np.abs(h_inv[:, a] - h_inv[:, b]) * games[a, b]).sum(axis=1)
 
 
 def post_strata(targets) -> Calibration:

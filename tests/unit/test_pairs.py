@@ -71,3 +71,50 @@ def test_a_category_without_target_keeps_its_sample_share():
 def test_effective_size():
     assert effective_size([1, 1], [50, 50]) == pytest.approx(100)
     assert effective_size([2, 0.5], [10, 90]) == pytest.approx(65**2 / (40 + 22.5))
+
+
+def test_a_group_held_off_its_target_is_off_by_half_the_shares_distance():
+    from arena.ranking.strata import held_share
+
+    # a group of 10% of the population held at its 2% of the votes; the others reweighted
+    calibration = Calibration(np.array([[0], [1], [2]]), (np.array([0.6, 0.3, np.nan]),))
+    votes = np.array([700.0, 280, 20])
+    weights = calibration.weights(votes)
+    assert held_share([0, 1, 2], votes, weights, [0.6, 0.3, 0.1]) == pytest.approx(0.08)
+    assert held_share([0, 1, 2], votes, np.ones(3), [0.7, 0.28, 0.02]) == pytest.approx(0)
+    # a group without a target is the analyst's to leave at its share: no distance
+    assert held_share([0, 1, 2], votes, weights, [0.6, 0.3, np.nan]) == pytest.approx(0)
+
+
+def test_the_held_groups_shift_is_the_most_any_of_their_preferences_moves_the_fit():
+    """Every pair's win rate moved by up to ``share``: the refit moves each strength by at
+    most the bound (to first order), and the worst sign pattern for a model reaches it."""
+    from arena.ranking import bradley_terry
+    from arena.ranking.strata import held_shift
+
+    rng = np.random.default_rng(5)
+    n = 5
+    theta = np.linspace(0.8, -0.8, n)
+    games = rng.integers(50, 200, (n, n)).astype(float)
+    games = np.triu(games, 1) + np.triu(games, 1).T
+    p = 1 / (1 + np.exp(theta[None, :] - theta[:, None]))
+    wins = games * p
+    fit = bradley_terry(wins).log_strengths
+    share = 0.01
+    bound = held_shift(wins, fit, share)
+    a, b = np.triu_indices(n, 1)
+    info = np.linalg.pinv(np.diag((games * p * p.T).sum(axis=1)) - games * p * p.T)
+    for item in range(n):
+        for signs in [np.sign(info[item, a] - info[item, b])] + [
+                rng.choice([-1.0, 1.0], a.size) for _ in range(20)]:
+            moved = wins.copy()
+            moved[a, b] += games[a, b] * share * signs
+            moved[b, a] -= games[a, b] * share * signs
+            shift = abs(bradley_terry(moved).log_strengths[item] - fit[item])
+            assert shift <= bound[item] * 1.05
+        worst = np.sign(info[item, a] - info[item, b])
+        moved = wins.copy()
+        moved[a, b] += games[a, b] * share * worst
+        moved[b, a] -= games[a, b] * share * worst
+        assert abs(bradley_terry(moved).log_strengths[item] - fit[item]) \
+            == pytest.approx(bound[item], rel=0.05)

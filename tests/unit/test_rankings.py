@@ -1,5 +1,6 @@
 """Rankings from the database: SQL aggregation, slices, and agreement with the pure core."""
 
+import math
 from datetime import timedelta
 
 import numpy as np
@@ -177,7 +178,7 @@ def test_poststratification_reweights_continents(voted):
     # three Europeans prefer model-0, two Asians model-2; Asia is 59% of the world (and no
     # African: allowed here, see test_a_population_the_votes_cannot_speak_for_is_refused)
     current_app.config.update(POSTSTRAT_MIN_VOTERS=1, POSTSTRAT_MIN_VOTES=1,
-                              POSTSTRAT_MAX_UNREPRESENTED=1.0)
+                              POSTSTRAT_MAX_UNREPRESENTED=1.0, POSTSTRAT_MAX_SHIFT=math.inf)
     ranking = rank_models("preference", rounds=100, poststratify=True,
                           rng=np.random.default_rng(4))
     assert ranking.models[0].model == "model-2"
@@ -201,7 +202,7 @@ def test_poststratification_reweights_continents(voted):
 def test_small_margin_categories_are_not_reweighted(voted):
     # two Asian voters, fewer than the minimum: Asia keeps its sample share
     current_app.config.update(POSTSTRAT_MIN_VOTERS=3, POSTSTRAT_MIN_VOTES=1,
-                              POSTSTRAT_MAX_UNREPRESENTED=1.0)
+                              POSTSTRAT_MAX_UNREPRESENTED=1.0, POSTSTRAT_MAX_SHIFT=math.inf)
     ranking = rank_models("preference", rounds=0, margins=("continent",))
     # (Europe then keeps its sample share too: every weight is 1, the fit the unweighted one)
     plain = {m.model: m.score for m in rank_models("preference", rounds=0).models}
@@ -236,10 +237,66 @@ def test_a_population_the_votes_cannot_speak_for_is_refused(voted):
         rank_models("preference", rounds=0, margins=("continent:EU=0.94,AS=0.06",))
 
 
+def test_a_group_one_voter_dominates_is_worth_what_its_votes_are(ctx):
+    """Twenty African voters, one of them casting 40% of the group's votes: reweighted to
+    half the population, that voter would speak for a fifth of it. The group counts as the
+    six voters of equal votes it is worth: kept at its sample share and flagged, and past
+    the allowance the reweighting is refused, naming it."""
+    current_app.config.update(VALIDATION_RATE=0.0, POSTSTRAT_MIN_VOTERS=20,
+                              POSTSTRAT_MIN_VOTES=1, POSTSTRAT_MAX_UNREPRESENTED=1.0,
+                              POSTSTRAT_MAX_SHIFT=math.inf)
+    make_campaign(n_prompts=4)
+    for k in range(20):
+        vote_as({"country": "FR"}, ["model-0", "model-1", "model-2"], sessions=2, seed=k)
+    vote_as({"country": "NG"}, ["model-2", "model-1", "model-0"], sessions=12, seed=100)
+    for k in range(19):
+        vote_as({"country": "NG"}, ["model-2", "model-1", "model-0"], sessions=1, seed=200 + k)
+    margin = ("continent:EU=0.5,AF=0.5",)
+    ranking = rank_models("preference", rounds=0, margins=margin)
+    assert any("Africa: 20 voters worth 6 of equal votes" in f and "not reweighted" in f
+               for f in ranking.flags), ranking.flags
+    plain = {m.model: m.score for m in rank_models("preference", rounds=0).models}
+    assert {m.model: m.score for m in ranking.models} == pytest.approx(plain)
+    current_app.config.update(POSTSTRAT_MAX_UNREPRESENTED=0.05)
+    with pytest.raises(CannotReweight, match="Africa, 50% of the population: 20 voters "
+                                             "worth 6 of equal votes"):
+        rank_models("preference", rounds=0, margins=margin)
+    # worth more than the minimum, it is reweighted
+    current_app.config.update(POSTSTRAT_MIN_VOTERS=5)
+    even = rank_models("preference", rounds=0, margins=margin)
+    assert not any("not reweighted" in f for f in even.flags)
+
+
+def test_intervals_a_held_group_could_move_past_a_fifth_of_their_width_are_refused(ctx):
+    """A group held at its sample share, off its target: whatever it prefers, the table can
+    be off by a bias no number of votes shrinks. Where that could pass a fifth of an
+    interval's half-width (the intervals would cover less than 93%), the reweighting is
+    refused, naming the group; without intervals the table says how far it could be off."""
+    current_app.config.update(VALIDATION_RATE=0.0, POSTSTRAT_MIN_VOTERS=5,
+                              POSTSTRAT_MIN_VOTES=1, POSTSTRAT_MAX_UNREPRESENTED=0.2)
+    make_campaign(n_prompts=4)
+    for k in range(30):
+        vote_as({"country": "FR"}, ["model-0", "model-1", "model-2"], sessions=4, seed=k)
+    for k in range(3):
+        vote_as({"country": "NG"}, ["model-2", "model-1", "model-0"], sessions=2, seed=50 + k)
+    margin = ("continent:EU=0.85,AF=0.15",)
+    with pytest.raises(CannotReweight, match=r"off its target share \(Africa: too few to "
+                                             r"reweight, or no votes\).*more than 20% of the "
+                                             r"interval's half-width"):
+        rank_models("preference", rounds=100, margins=margin, rng=np.random.default_rng(1))
+    bare = rank_models("preference", rounds=0, margins=margin)
+    said = next(f for f in bare.flags if "off its target share" in f)
+    assert "could move a rating by up to" in said
+    # a bound that fits within the intervals is said beside them
+    current_app.config.update(POSTSTRAT_MAX_SHIFT=100.0)
+    shown = rank_models("preference", rounds=100, margins=margin, rng=np.random.default_rng(1))
+    assert any("Elo, within 10000% of the intervals' half-widths" in f for f in shown.flags)
+
+
 def test_raking_on_two_margins_leaves_out_voters_without_them(voted):
     # the Europeans gave an age group but no gender, the Asians a gender but no age
     current_app.config.update(POSTSTRAT_MIN_VOTERS=1, POSTSTRAT_MIN_VOTES=1,
-                              POSTSTRAT_MAX_UNREPRESENTED=1.0)
+                              POSTSTRAT_MAX_UNREPRESENTED=1.0, POSTSTRAT_MAX_SHIFT=math.inf)
     ranking = rank_models("preference", rounds=0, margins=("continent", "gender"))
     assert ranking.total_votes < rank_models("preference", rounds=0).total_votes
     assert any("did not give their continent and gender" in f for f in ranking.flags)

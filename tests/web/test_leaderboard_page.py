@@ -1,3 +1,5 @@
+import math
+
 import pytest
 from flask import current_app
 
@@ -69,8 +71,8 @@ def test_poststratified_board(client, board, app):
                      headers=bearer(token))
     assert api.status_code == 422 and "Africa, 18%" in api.json["error"], api.json
     assert api.json["field"] == "margin"
-    app.config.update(POSTSTRAT_MAX_UNREPRESENTED=1.0, POSTSTRAT_MIN_VOTERS=1,
-                      POSTSTRAT_MIN_VOTES=1)
+    app.config.update(POSTSTRAT_MAX_UNREPRESENTED=1.0, POSTSTRAT_MAX_SHIFT=math.inf,
+                      POSTSTRAT_MIN_VOTERS=1, POSTSTRAT_MIN_VOTES=1)
     html = client.get("/leaderboard?criterion=preference&poststratify=1").get_data(as_text=True)
     assert "reweighted world population by continent" in html
     assert "effective sample size" in html
