@@ -873,6 +873,24 @@ class CohortStudy:
         return data, labels >= new_from, gaps, labels >= self.voters
 
 
+def prompt_study(seed: int, effect: float = 0.4, prompts: int = 40, votes: int = 8000,
+                 n: int = 6):
+    """Votes on ``n`` models whose strengths (evenly spread over 1.6 log units) move from
+    prompt to prompt by a normal ``effect`` per model and prompt, each vote on a random pair
+    and prompt (benchmarks/per_prompt.py, tests/unit/test_per_prompt.py): (counts with the
+    prompts as units, each prompt's true centred log-strengths)."""
+    rng = np.random.default_rng(seed)
+    theta = np.linspace(0.8, -0.8, n)
+    truth = theta + effect * rng.normal(0, 1, (prompts, n))
+    truth -= truth.mean(axis=1, keepdims=True)
+    a = rng.integers(0, n, votes)
+    b = (a + rng.integers(1, n, votes)) % n
+    prompt = rng.integers(0, prompts, votes)
+    won = rng.random(votes) < expit(truth[prompt, a] - truth[prompt, b])
+    data = PairCounts.from_outcomes(np.where(won, a, b), np.where(won, b, a), n, units=prompt)
+    return data, truth
+
+
 # --- blind voters among an attentive crowd -----------------------------------------------
 
 

@@ -195,6 +195,7 @@ class Tally:
     margins: tuple[margin_rules.Margin, ...] = ()
     flags: list[str] = field(default_factory=list)
     voters: np.ndarray | None = None  # clustered by voter: each unit's voter id
+    prompts: np.ndarray | None = None  # clustered by prompt: each unit's prompt id
 
     @property
     def resample(self) -> str:
@@ -242,7 +243,8 @@ def tally(criterion: str, slice_: Slice = Slice(), *, cluster: str = TWO_WAY,
     else:
         found = PairCounts.from_rows(len(ids), _renumber(units), winners, losers, counts)
     result = Tally(ids, names, found, cluster, flags=flags,
-                   voters=np.unique(units) if cluster == "voter" else None)
+                   voters=np.unique(units) if cluster == "voter" else None,
+                   prompts=np.unique(units) if cluster == "prompt" else None)
     if margins:
         offset = len(unit_columns)
         codes = np.array([[_code(m, row[offset + k]) for k, m in enumerate(margins)]

@@ -66,9 +66,12 @@ from arena.analysis import formats, methods
 @click.option("--live", is_flag=True,
               help="Every vote to the second, before the farm screen and trust (by "
               "default, the votes counted in public figures as of the last screen).")
+@click.option("--by", type=click.Choice(["prompt"]),
+              help="A ranking per prompt: each prompt's strengths shrunk toward the overall "
+              "order (Bradley-Terry, empirical Bayes over the prompts), with 95% intervals.")
 @with_appcontext
 def rank_command(criterion, votes_file, method, rounds, intervals, cluster, margins, weights,
-                 ties, seed, fmt, output, poststratify, live, **slice_options):
+                 ties, seed, fmt, output, poststratify, live, by, **slice_options):
     """Rank models with Bradley-Terry or Elo, with 95% intervals and rank sets: by default
     from the votes counted in public figures as of the rollup timer's last screen (what the
     public pages show, trust earned and farms held out); --live counts every vote now."""
@@ -92,6 +95,14 @@ def rank_command(criterion, votes_file, method, rounds, intervals, cluster, marg
                                   intervals=intervals, cluster=cluster, method=method)
     elif criterion is None:
         raise click.UsageError("give --criterion (or --votes FILE)")
+    elif by == "prompt":
+        as_of = None if live else published.shown_cutoff()
+        if as_of is not None:
+            click.echo(f"as of {as_of:%Y-%m-%d %H:%M} UTC: the votes counted in public "
+                       "figures at the last screen (--live: every vote now)", err=True)
+        _by_prompt(criterion, Slice(**slice_options, as_of=as_of), fmt, output, live,
+                   method != methods.DEFAULT or margins or poststratify or weights)
+        return
     else:
         as_of = None if live else published.shown_cutoff()
         ranking = rank_models(criterion, method=method, rounds=rounds, rng=rng,
@@ -105,6 +116,28 @@ def rank_command(criterion, votes_file, method, rounds, intervals, cluster, marg
                        "figures at the last screen (--live: every vote now)", err=True)
     _write(ranking, fmt, output, exports)
 
+
+
+def _by_prompt(criterion: str, slice_, fmt: str, output: Path | None, live: bool,
+               other: bool) -> None:
+    from arena.analysis.leaderboard import LIVE_WARNING
+    from arena.analysis.per_prompt import rank_by_prompt, write
+
+    if other:
+        raise click.UsageError("--by prompt ranks with Bradley-Terry over the votes as cast: "
+                               "no --method, margins or weights")
+    result = rank_by_prompt(criterion, slice_)
+    if live:
+        result.flags.insert(0, LIVE_WARNING)
+    written = write(result, fmt)
+    if output is None:
+        click.echo(written, nl=False)
+    else:
+        (output.write_bytes if isinstance(written, bytes) else output.write_text)(written)
+        click.echo(f"Wrote {len(result.rows)} rows to {output}", err=True)
+    for flag in result.flags:
+        click.echo(f"{'' if fmt == 'table' and output is None else 'warning: '}{flag}",
+                   err=True)
 
 
 def _write(ranking, fmt: str, output: Path | None, exports) -> None:
