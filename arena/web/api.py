@@ -391,6 +391,41 @@ def _ranking_json(criterion: str, ranking, live: bool):
         models=[{k: exports.clean(v) for k, v in r.items()} for r in ranking.records()])
 
 
+@bp.get("/leaderboard/prompts")
+def leaderboard_by_prompt():
+    """A ranking per prompt (analyst): each prompt's strengths of the models, shrunk toward
+    the overall order by empirical Bayes over the prompts, with 95% intervals
+    (:mod:`arena.ranking.per_prompt`), one row per prompt and model, best first, the most
+    voted prompts first; from the votes counted in public figures as of the last farm screen
+    (``as_of``), or with ``live=true`` every vote to the second.
+    ---
+    security: [{analystToken: []}]
+    parameters: [criterion, campaign, age_group, gender, continent, country, language,
+                 category, since, until, trusted_only, include_flagged, live]
+    responses:
+      "200":
+        description: the ranking of each prompt
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [criterion, effect_elo, flags, as_of, live, rows]
+    """
+    from arena.analysis.per_prompt import rank_by_prompt
+
+    tokens.require_analyst(bearer_token())
+    criterion = criteria.check(request.args.get("criterion", "preference"))
+    live = flag_arg("live")
+    slice_ = slice_from_args(request.args)
+    as_of = None if live else published.shown_cutoff()
+    result = rank_by_prompt(criterion, replace(slice_, as_of=as_of))
+    if live:
+        result.flags.insert(0, LIVE_WARNING)
+    return jsonify(criterion=criterion, effect_elo=result.effect_elo, flags=result.flags,
+                   as_of=as_of.isoformat() if as_of else None, live=live,
+                   rows=[asdict(row) for row in result.rows])
+
+
 @bp.get("/matrix")
 def matrix():
     """Win counts between models (analyst): ``wins[i][j]`` = votes where model i beat

@@ -65,3 +65,20 @@ def test_a_prompt_the_voters_see_otherwise_ranks_otherwise(runner, app, tmp_path
     refused = runner.invoke(args=["rank", "--criterion", "preference", "--by", "prompt",
                                   "--method", "elo"])
     assert refused.exit_code != 0 and "--by prompt ranks with Bradley-Terry" in refused.output
+
+
+def test_the_analysts_api_ranks_each_prompt(app, client):
+    from arena.accounts import tokens
+    from tests.web.helpers import bearer
+
+    odd = _votes(app)
+    with app.app_context():
+        token = tokens.create_token("prompt-analyst")
+    assert client.get("/api/v1/leaderboard/prompts?live=true").status_code == 401
+    got = client.get("/api/v1/leaderboard/prompts?criterion=preference&live=true",
+                     headers=bearer(token))
+    assert got.status_code == 200, got.json
+    first = {r["prompt_id"]: r["model"] for r in got.json["rows"] if r["rank"] == 1}
+    assert first[odd] == "model-2" and got.json["live"] is True
+    assert client.get("/api/v1/leaderboard/prompts?criterion=nope",
+                      headers=bearer(token)).status_code == 400
