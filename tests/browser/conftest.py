@@ -10,6 +10,8 @@ import threading
 import pytest
 from werkzeug.serving import make_server
 
+from tests.timing import seconds
+
 CHROMIUM = os.environ.get("ARENA_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True,
          "device_scale_factor": 2}
@@ -48,7 +50,7 @@ def live_server(app):
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
-    thread.join(timeout=5)
+    thread.join(timeout=seconds(5))
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from sqlalchemy import delete
 from arena.extensions import db
 from arena.models import Comparison
 from tests.factories import make_campaign
+from tests.timing import seconds
 
 from .test_voting_session import answer_task
 
@@ -82,7 +83,7 @@ def test_thank_you_counts_the_answers_and_goes_on_unless_stopped(live_server, pr
     assert phone.get_by_text("3 answers given so far").is_visible()
     assert phone.get_by_text("The next session starts in").is_visible()
     # by itself: the next session's first card
-    phone.locator("form.task").get_by_text("Question 1 of 3").wait_for(timeout=6000)
+    phone.locator("form.task").get_by_text("Question 1 of 3").wait_for(timeout=seconds(6000))
     for position, side in zip((1, 2, 3), ("right", "left", "right"), strict=True):
         answer_task(phone, position, side)
     phone.get_by_text("6 answers given so far").wait_for()

@@ -7,6 +7,7 @@ from sqlalchemy import delete
 from arena.extensions import db
 from arena.models import Comparison
 from tests.factories import make_campaign
+from tests.timing import seconds
 
 from .conftest import PHONE
 from .test_voting_session import answer_task
@@ -66,7 +67,7 @@ def test_a_newcomer_from_a_busy_network_goes_on_by_proving_work(app, live_server
     expect(phone.get_by_role("heading", name="Too many requests")).to_be_visible()
     phone.screenshot(path=str(tmp_path / "busy-network.png"), full_page=True)
     phone.get_by_role("button", name="Go on without waiting").tap()
-    phone.wait_for_url("**/s/*", timeout=60_000)
+    phone.wait_for_url("**/s/*", timeout=seconds(60_000))
     expect(phone.locator("form.task")).to_be_visible()
     context.close()
     assert len(problems) == 1 and "status of 429" in problems[0], problems

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 from tests.conftest import _pg_admin, _pg_url
+from tests.timing import seconds
 from tests.web.servers import ARENA, ROOT, server_env
 
 pytestmark = pytest.mark.postgres
@@ -34,7 +35,7 @@ def test_two_upgrades_at_once_both_succeed(fresh_database, tmp_path):
         upgrades.append(subprocess.Popen([ARENA, "db", "upgrade"], env=env, cwd=ROOT,
                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          text=True))
-    outputs = [process.communicate(timeout=180)[0] for process in upgrades]
+    outputs = [process.communicate(timeout=seconds(180))[0] for process in upgrades]
     assert [process.returncode for process in upgrades] == [0, 0], outputs
     with psycopg.connect(fresh_database, autocommit=True) as connection:
         versions = connection.execute("SELECT version_num FROM alembic_version").fetchall()

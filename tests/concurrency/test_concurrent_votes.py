@@ -12,6 +12,7 @@ from arena.extensions import db
 from arena.models import Comparison, Vote, Voter, utcnow
 from arena.voting import live_elo, matchmaking, votes
 from tests.factories import make_campaign, new_voter, read_caption, start
+from tests.timing import seconds
 
 N_VOTERS = 8
 SESSIONS_EACH = 4
@@ -56,7 +57,7 @@ def test_concurrent_voters_lose_nothing_and_match_replay(any_app):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=120)
+        t.join(timeout=seconds(120))
     assert not errors, errors
     assert len(set(acknowledged)) == len(acknowledged)  # each task acknowledged once
     assert sorted(duplicates) == sorted(acknowledged)
@@ -114,7 +115,7 @@ def test_one_voter_racing_for_sessions_never_gets_a_comparison_twice(any_app):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=120)
+        t.join(timeout=seconds(120))
     assert not errors, errors
     assert len(issued) == threads_n * each * app.config["TASKS_PER_SESSION"]
     assert len(set(issued)) == len(issued)  # never the same comparison twice
@@ -156,7 +157,7 @@ def test_a_vote_held_up_by_a_lock_is_stamped_once_it_holds_it(any_app):
     released = utcnow()
     holder.rollback()
     holder.close()
-    voting.join(timeout=60)
+    voting.join(timeout=seconds(60))
     assert results and results[0].accepted
     with app.app_context():
         stamp = db.session.scalar(select(Vote.created_at).where(Vote.task_id == task_id))

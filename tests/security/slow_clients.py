@@ -16,6 +16,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from tests.timing import seconds
+
 HALF_HEAD = b"GET /api/v1/health/live HTTP/1.1\r\nHost: arena\r\nX-Padding: "
 # the burst of a slow body, then one byte every TRICKLE_S: the declared length is larger, so
 # the request is never complete
@@ -53,7 +55,7 @@ class SlowClients:
 
     def _connect(self) -> socket.socket | None:
         try:
-            return socket.create_connection((self.host, self.port), timeout=5)
+            return socket.create_connection((self.host, self.port), timeout=seconds(5))
         except OSError:
             self.refused += 1
             return None

@@ -17,6 +17,7 @@ import pytest
 
 from arena.web import proof
 from tests.factories import make_campaign
+from tests.timing import seconds
 from tests.web.helpers import csrf_token
 
 SECRET = "0x-secret-of-the-site"
@@ -53,7 +54,7 @@ def siteverify():
     yield f"http://127.0.0.1:{server.server_port}/siteverify"
     server.shutdown()
     server.server_close()
-    thread.join(timeout=5)
+    thread.join(timeout=seconds(5))
 
 
 def _start(app, host: int, **fields):

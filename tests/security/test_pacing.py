@@ -15,6 +15,7 @@ from arena.extensions import db
 from arena.models import Task, Vote, Voter, utcnow
 from arena.voting import flags, live_elo, tasks, votes
 from tests.factories import make_campaign, new_voter, start
+from tests.timing import seconds
 
 FLOORS = {"preference": 700, "coherence": 900, "alignment": 700}
 
@@ -80,7 +81,7 @@ def test_a_session_voted_all_at_once_counts_one_vote(any_app):
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(timeout=60)
+            thread.join(timeout=seconds(60))
     assert not errors, errors
     with app.app_context():
         stored = db.session.scalars(select(Vote)).all()

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.security.slow_clients import attacked_health
+from tests.timing import seconds
 from tests.web.servers import ARENA, ROOT, free_port, server_env, stop, upgrade, wait_healthy
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
@@ -98,12 +99,12 @@ def _rendered_nginx(folder: Path, port: int, upstream: int | Sequence[int]) -> P
     return folder / "nginx.conf"
 
 
-def _listening(port: int, process: subprocess.Popen, timeout: float = 30) -> None:
+def _listening(port: int, process: subprocess.Popen, timeout: float = seconds(30)) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, "it exited"
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            socket.create_connection(("127.0.0.1", port), timeout=seconds(1)).close()
             return
         except OSError:
             time.sleep(0.1)

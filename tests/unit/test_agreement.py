@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from arena.ranking.agreement import agreement, agreement_of_votes
 from benchmarks.agreement import population, study
+from tests.timing import seconds
 
 counts_st = st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), min_size=2,
                      max_size=30).filter(lambda rows: sum(a + b >= 2 for a, b in rows) >= 2)
@@ -104,7 +105,7 @@ def test_every_vote_a_new_voters_and_too_few_voters():
 def test_the_benchmark_prints_its_table():
     done = subprocess.run([sys.executable, "benchmarks/agreement.py", "--studies", "5",
                            "--designs", "40x30"], cwd=Path(__file__).resolve().parents[2],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=seconds(120))
     assert done.returncode == 0, done.stderr
     assert re.search(r"^\s+40\s+30\s+\d+\.\d%\s+\d+\.\d%\s+\d+%\s+\d+\.\d%, \d+\.\d%$",
                      done.stdout, re.M), done.stdout

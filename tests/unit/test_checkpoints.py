@@ -10,6 +10,7 @@ from sqlalchemy import text
 
 from arena.extensions import db
 from arena.infra.checkpoints import BACKSTOP_PAGES, Checkpointer, checkpoint_in_background
+from tests.timing import seconds
 
 PAGE = 4096
 
@@ -38,7 +39,7 @@ def test_commits_leave_the_checkpoints_to_the_background_thread(make_app, tmp_pa
         assert os.stat(f"{path}-wal").st_size > 1000 * PAGE
         checkpointer = Checkpointer(str(path), interval=0.05)
         try:
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + seconds(10)
             while path.stat().st_size == before and time.monotonic() < deadline:
                 time.sleep(0.05)
         finally:
@@ -76,7 +77,7 @@ def test_a_failing_checkpoint_is_said_once_and_its_recovery_too(tmp_path, caplog
     try:
         time.sleep(0.2)  # (about twenty attempts on a folder that is not there)
         missing.parent.mkdir()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + seconds(10)
         while checkpointer.done == 0 and time.monotonic() < deadline:
             time.sleep(0.02)
     finally:

@@ -9,6 +9,7 @@ import pytest
 from arena.ranking import PairCounts, bradley_terry
 from arena.ranking.favouritism import favouritism
 from benchmarks.simulation import farm_study as _study
+from tests.timing import seconds
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -57,7 +58,7 @@ def test_the_benchmark_prints_its_table():
 
     done = subprocess.run([sys.executable, "benchmarks/favouritism.py", "--studies", "1",
                            "--sizes", "30"], cwd=Path(__file__).resolve().parents[2],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=seconds(120))
     assert done.returncode == 0, done.stderr
     assert re.search(r"^ +30 x 60 votes +1/1 +30/30 +30/30 ", done.stdout, flags=re.M), done.stdout
 

@@ -22,6 +22,7 @@ from arena.ranking.elo import elo_update, keyed_order
 from arena.voting import live_elo, tasks, votes
 from tests.factories import answer, make_campaign, new_voter, start, time_passes
 from tests.security.test_gold import publish_live
+from tests.timing import seconds
 
 NOON = datetime(2026, 11, 28, 12, 0)
 
@@ -63,7 +64,7 @@ def test_figures_are_taken_once_per_period_and_the_old_ones_dropped(any_app):
 
 def test_two_workers_taking_the_figures_at_once_show_the_same(any_app):
     """Both compute (each sees none stored), one stores first; the other shows those."""
-    both_computing = threading.Barrier(2, timeout=10)
+    both_computing = threading.Barrier(2, timeout=seconds(10))
     shown = []
 
     def worker(k: int):

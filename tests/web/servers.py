@@ -11,6 +11,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from tests.timing import seconds
+
 ROOT = Path(__file__).resolve().parents[2]
 ARENA = shutil.which("arena", path=str(Path(sys.executable).parent)) or "arena"
 
@@ -27,14 +29,14 @@ def server_env(instance: Path) -> dict:
     return env
 
 
-def wait_healthy(port: int, process: subprocess.Popen, timeout: float = 60) -> dict:
+def wait_healthy(port: int, process: subprocess.Popen, timeout: float = seconds(60)) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise AssertionError(f"server exited: {process.stdout.read()}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health",
-                                        timeout=2) as response:
+                                        timeout=seconds(2)) as response:
                 return {"status": response.status, "body": response.read().decode()}
         except OSError:
             time.sleep(0.2)
@@ -44,7 +46,7 @@ def wait_healthy(port: int, process: subprocess.Popen, timeout: float = 60) -> d
 def stop(process: subprocess.Popen) -> str:
     process.terminate()
     try:
-        out, _ = process.communicate(timeout=30)
+        out, _ = process.communicate(timeout=seconds(30))
     except subprocess.TimeoutExpired:
         process.kill()
         out, _ = process.communicate()
@@ -54,7 +56,7 @@ def stop(process: subprocess.Popen) -> str:
 def upgrade(instance: Path) -> Path:
     """``arena db upgrade`` on ``instance`` (the release step before a server starts)."""
     subprocess.run([ARENA, "db", "upgrade"], env=server_env(instance), cwd=ROOT, check=True,
-                   capture_output=True, timeout=120)
+                   capture_output=True, timeout=seconds(120))
     return instance
 
 

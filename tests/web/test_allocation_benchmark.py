@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+from tests.timing import seconds
 from tests.web.servers import ROOT
 
 
@@ -15,7 +16,7 @@ def test_the_campaign_simulator_prints_each_strategy():
         [sys.executable, "benchmarks/allocation.py", "--models", "3", "--bad", "0.2",
          "--seeds", "1", "--prompts", "6", "--check", "120", "--max-votes", "480",
          "--strategies", "balanced,active+stop"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        cwd=ROOT, capture_output=True, text=True, timeout=seconds(600))
     assert done.returncode == 0, done.stderr[-2000:]
     rows = re.findall(r"^ +3 +20% (\S+) +([\d,]+[+*]?) +([\d,]+) +(\S+) +([\d.-]+) +(\d+)% "
                       r"+([\d.]+) \(([\d.]+)-([\d.]+)\) +\d+s$", done.stdout, flags=re.M)

@@ -9,12 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.timing import seconds
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_floor_prints_balanced_and_the_best_design_per_model_count():
     done = subprocess.run([sys.executable, "benchmarks/allocation_floor.py", "--models", "2,4"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, capture_output=True, text=True, timeout=seconds(300))
     assert done.returncode == 0, done.stderr[-2000:]
     rows = {int(m[1]): (float(m[2].replace(",", "")), float(m[3].replace(",", "")),
                         float(m[4]))

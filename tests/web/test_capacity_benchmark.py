@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import PG_URL, _pg_admin
+from tests.timing import seconds
 from tests.web.servers import ROOT
 
 
@@ -22,7 +23,7 @@ def test_the_capacity_benchmark_prints_its_model():
          "--warmup", "2", "--postgres", PG_URL, "--set", "DEMO_IMAGES_PER_MODEL=2",
          "--set", "GOLD_MAX_DAMAGED=4", "--set", "PRESENT_SIZES=[384]",
          "--set", "DEMO_IMAGE_SIZE=384"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, capture_output=True, text=True, timeout=seconds(300))
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     rows = dict(re.findall(r"^(session|vote)\s+\d+\s+([\d.]+)\s+[\d.]+\s+\d+$", out, re.M))

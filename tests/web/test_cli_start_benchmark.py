@@ -8,12 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.timing import seconds
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_cli_start_benchmark_prints_both_commands_and_the_ratio():
     done = subprocess.run([sys.executable, "benchmarks/cli_start.py", "--rounds", "1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, capture_output=True, text=True, timeout=seconds(300))
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     for name in ("arena rank --criterion preference", "the same query and fit as a script",

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.security.test_slow_clients import _binary, _rendered_nginx
+from tests.timing import seconds
 from tests.web.servers import ROOT
 
 DEPLOY = ROOT / "deploy"
@@ -148,7 +149,7 @@ def test_systemd_finds_nothing_wrong_in_the_units(tmp_path):
     for unit in (tmp_path / "arena@8000.service", units["arena-upgrade.service"],
                  units["arena-rollup.service"], units["arena-rollup.timer"]):
         done = subprocess.run([checker, "verify", str(unit)], capture_output=True, text=True,
-                              timeout=60)
+                              timeout=seconds(60))
         assert done.returncode == 0 and not done.stdout + done.stderr, (
             unit.name, done.stdout + done.stderr)
 
@@ -162,5 +163,5 @@ def test_nginx_accepts_deploys_configuration_with_two_app_servers(tmp_path):
                       flags=re.M) == ["127.0.0.1:8001", "127.0.0.1:8002"]
     done = subprocess.run([nginx, "-t", "-c", str(config), "-p", str(tmp_path), "-e",
                            str(tmp_path / "error.log")], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=seconds(60))
     assert done.returncode == 0, done.stderr

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import PG_URL, _pg_admin
+from tests.timing import seconds
 from tests.web.servers import ROOT
 
 
@@ -20,7 +21,7 @@ def test_the_exports_benchmark_prints_both_exports_and_their_ratio():
     done = subprocess.run(
         [sys.executable, "benchmarks/exports.py", "--votes", "3000", "--models", "6",
          "--rounds", "1", "--postgres", PG_URL],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        cwd=ROOT, capture_output=True, text=True, timeout=seconds(600))
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     assert re.search(r"^PostgreSQL, 3,000 votes \(log grown in \d+ s\)", out, flags=re.M), out

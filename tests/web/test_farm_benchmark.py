@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.timing import seconds
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -17,7 +19,7 @@ def test_the_farm_benchmark_prints_its_boards_and_checks():
         [sys.executable, "benchmarks/farm.py", "--honest", "200", "--period", "60",
          "--sizes", "6", "--shapes", "direct,omnipresent", "--prompts", "2", "--hours", "2",
          "--image-size", "96"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, capture_output=True, text=True, timeout=seconds(300))
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     assert "published before any farm" in out, out

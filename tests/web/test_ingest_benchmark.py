@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.timing import seconds
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -24,7 +26,7 @@ def test_the_ingest_benchmark_runs_both_servers_and_prints_the_ratio(flow):
          "--warmup", "0.5", "--rounds", "2", "--users", "2", "--set", "DEMO_PROMPTS=6",
          "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=4",
          "--set", "PRESENT_SIZES=[384]", "--set", "DEMO_IMAGE_SIZE=384", *flow],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, capture_output=True, text=True, timeout=seconds(300))
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     # (htmx: a voter's first session comes from the start form, before the counted

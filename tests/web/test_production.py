@@ -16,6 +16,7 @@ from arena.extensions import db
 from arena.infra import devices
 from arena.models import Vote
 from tests.factories import answer, make_campaign, start
+from tests.timing import seconds
 
 from .servers import ROOT, free_port, serve, server_env, stop, upgrade, wait_healthy
 
@@ -92,7 +93,7 @@ def test_db_upgrade_writes_keys_then_both_servers_share_them(tmp_path):
 
     refused = subprocess.run([*gunicorn, "--bind", f"127.0.0.1:{free_port()}"],
                              env=server_env(tmp_path / "no-keys"), cwd=ROOT,
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=seconds(60))
     assert refused.returncode != 0
     assert "will not serve without a persistent SECRET_KEY" in refused.stdout + refused.stderr
 

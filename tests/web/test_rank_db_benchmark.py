@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.timing import seconds
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -16,7 +18,7 @@ def test_the_rank_db_benchmark_prints_its_figures_and_pairs_the_progress_page():
     done = subprocess.run(
         [sys.executable, "benchmarks/rank_db.py", "--votes", "3000",
          "--paired-progress", "HEAD"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        cwd=ROOT, capture_output=True, text=True, timeout=seconds(600))
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     assert re.search(r"SQLite: 3,\d{3} stored votes", out), out

@@ -6,6 +6,7 @@ import pytest
 
 from tests.conftest import REDIS_URL
 from tests.factories import make_campaign
+from tests.timing import seconds
 
 
 def test_two_servers_share_one_limit_and_store_no_ip(make_app, redis_client):
@@ -56,7 +57,7 @@ def test_redis_down_keeps_voting_open_and_recovers_on_its_own(make_app, tmp_path
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         store = redis.Redis.from_url(url, socket_connect_timeout=1)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + seconds(60)
         while time.monotonic() < deadline:  # (the limiter retries after 1, 2, 4, ... s)
             assert client.post("/api/v1/sessions").status_code == 201
             try:
@@ -69,4 +70,4 @@ def test_redis_down_keeps_voting_open_and_recovers_on_its_own(make_app, tmp_path
         store.close()
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=seconds(10))

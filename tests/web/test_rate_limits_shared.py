@@ -17,6 +17,7 @@ import pytest
 from arena.infra.serving import default_threads, default_workers, usable_cpus
 from tests.conftest import REDIS_URL, app_config
 from tests.factories import make_campaign
+from tests.timing import seconds
 
 from .servers import ARENA, ROOT, free_port, serve, server_env, stop, upgrade, wait_healthy
 
@@ -47,7 +48,7 @@ def _in_processes(tmp_path, requests: list[int], **settings) -> list[list[int]]:
                         **settings)
     return [json.loads(subprocess.run(
         [sys.executable, "-c", PROCESS, json.dumps(config), str(n)], cwd=ROOT, check=True,
-        capture_output=True, text=True, timeout=120).stdout.splitlines()[-1])
+        capture_output=True, text=True, timeout=seconds(120)).stdout.splitlines()[-1])
         for n in requests]
 
 
@@ -78,7 +79,7 @@ def test_gunicorn_runs_one_process_on_memory_and_a_worker_per_core_on_redis(tmp_
     refused = subprocess.run([ARENA, "serve", "--server", "gunicorn", "--port",
                               str(free_port()), "--workers", "2"],
                              env=server_env(instance), cwd=ROOT, capture_output=True,
-                             text=True, timeout=60)
+                             text=True, timeout=seconds(60))
     assert refused.returncode != 0
     assert "each process counts on its own" in refused.stderr
     url, prefix = redis_url

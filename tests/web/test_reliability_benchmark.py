@@ -7,13 +7,14 @@ import re
 import subprocess
 import sys
 
+from tests.timing import seconds
 from tests.web.servers import ROOT
 
 
 def test_the_reliability_benchmark_prints_each_design():
     done = subprocess.run([sys.executable, "benchmarks/reliability.py", "--studies", "2",
                            "--voters", "200"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=seconds(300))
     assert done.returncode == 0, done.stderr[-2000:]
     rows = re.findall(r"^ *(\d+)% .* (a swap|reversed) .*\| +([\d.]+)% +([\d.]+)% \| +"
                       r"([\d.]+) +([\d.]+) \|.*\| (\d+)% \| ([\d.]+)%, ([\d.]+)$",

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.timing import seconds
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -20,7 +22,7 @@ def test_the_request_cost_benchmark_prints_its_figures(flow):
          "--warmup", "3",
          "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=4",
          "--set", "PRESENT_SIZES=[384]", "--set", "DEMO_IMAGE_SIZE=384", *flow],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, capture_output=True, text=True, timeout=seconds(300))
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     for name in ("session", "vote", "insert"):
@@ -46,7 +48,7 @@ def test_the_request_cost_benchmark_pairs_a_setting():
          "--set", "DEMO_IMAGES_PER_MODEL=2", "--set", "GOLD_MAX_DAMAGED=4",
          "--set", "PRESENT_SIZES=[384]", "--set", "DEMO_IMAGE_SIZE=384",
          "--paired", "RATELIMIT_ENABLED=false"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, capture_output=True, text=True, timeout=seconds(300))
     assert done.returncode == 0, done.stderr[-2000:]
     rows = re.findall(r"^\s+(as set|RATELIMIT_ENABLED=false)\s+([\d.]+) ms", done.stdout, re.M)
     assert [name for name, _ in rows] == ["as set", "RATELIMIT_ENABLED=false"], done.stdout

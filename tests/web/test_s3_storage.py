@@ -28,6 +28,7 @@ from tests import timing
 from tests.conftest import job_worker_of
 from tests.datasets import IMAGES
 from tests.factories import make_campaign, make_model, make_owner, make_prompt_set
+from tests.timing import seconds
 
 from .helpers import bearer, presented_in
 from .servers import free_port
@@ -100,7 +101,7 @@ class _Forward(BaseHTTPRequestHandler):
         if self.store.failing(self.command):
             self.reply(503, [("Content-Type", "application/xml")], self.FAILED)
             return
-        upstream = http.client.HTTPConnection(self.store.upstream, timeout=10)
+        upstream = http.client.HTTPConnection(self.store.upstream, timeout=seconds(10))
         try:
             upstream.request(self.command, self.path, body=body, headers=dict(self.headers))
             answer = upstream.getresponse()

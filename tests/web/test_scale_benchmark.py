@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import PG_URL, _pg_admin
+from tests.timing import seconds
 from tests.web.servers import ROOT
 
 
@@ -20,7 +21,7 @@ def test_the_scale_benchmark_prints_every_figure_at_each_size():
     done = subprocess.run(
         [sys.executable, "benchmarks/scale.py", "--sizes", "2000,4000", "--models", "6",
          "--repeats", "1", "--postgres", PG_URL],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+        cwd=ROOT, capture_output=True, text=True, timeout=seconds(600))
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     for size in ("2,000", "4,000"):

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.timing import seconds
+
 from .servers import ARENA, ROOT, free_port, serve, server_env, stop, upgrade, wait_healthy
 
 CONFIG = ROOT / "gunicorn.conf.py"
@@ -48,7 +50,7 @@ def _alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
-def _wait(condition, timeout: float = 30, what: str = "") -> None:
+def _wait(condition, timeout: float = seconds(30), what: str = "") -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
@@ -88,14 +90,14 @@ class Requests:
     def __exit__(self, *exc):
         self.running = False
         for thread in self.threads:
-            thread.join(timeout=30)
+            thread.join(timeout=seconds(30))
 
     def _ask(self):
         while self.running:
             started = time.monotonic()
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v1/health",
-                                            timeout=60) as reply:
+                                            timeout=seconds(60)) as reply:
                     assert reply.status == 200
                     reply.read()
                 self.answered += 1
@@ -134,15 +136,16 @@ def test_hup_and_a_binary_upgrade_fail_no_request(instance, tmp_path):
             first.send_signal(signal.SIGUSR2)
             _wait(lambda: _new_master(pid_file, first.pid), what="the new master's pid file")
             new_master = _new_master(pid_file, first.pid)
-            _wait(lambda: _ready(log, _children(new_master)) == 2, timeout=60,
+            _wait(lambda: _ready(log, _children(new_master)) == 2, timeout=seconds(60),
                   what="the new master's workers to load the app")
             first.send_signal(signal.SIGTERM)
-            first.wait(timeout=60)
+            first.wait(timeout=seconds(60))
             time.sleep(1.0)
         assert stream.failures == [], stream.failures[:5]
         assert reloaded > 20 and stream.answered > reloaded + 20, (reloaded, stream.answered)
         assert _alive(new_master)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/health", timeout=5) as r:
+        health = f"http://127.0.0.1:{port}/api/v1/health"
+        with urllib.request.urlopen(health, timeout=seconds(5)) as r:
             assert r.status == 200
     finally:
         new_master = new_master or _new_master(pid_file, first.pid)
@@ -162,7 +165,7 @@ def test_the_error_log_names_no_client_address(instance, tmp_path):
     server = gunicorn(instance, port, log, "--workers", "1")
     try:
         wait_healthy(port, server)
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+        with socket.create_connection(("127.0.0.1", port), timeout=seconds(5)) as client:
             client.sendall(b"NOT A REQUEST\r\n\r\n")
             assert client.recv(64).startswith(b"HTTP/1.1 400")
         time.sleep(0.5)
@@ -205,21 +208,21 @@ def test_a_server_on_an_old_schema_refuses_to_start(instance, tmp_path):
     database is behind the release's migrations says so and names `arena db upgrade`."""
     env = server_env(instance)
     subprocess.run([ARENA, "db", "downgrade"], env=env, cwd=ROOT, check=True,
-                   capture_output=True, timeout=120)
+                   capture_output=True, timeout=seconds(120))
     refused = subprocess.run([ARENA, "serve", "--port", str(free_port())], env=env, cwd=ROOT,
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=seconds(60))
     assert refused.returncode == 6, refused
     assert "Error: The database schema is at" in refused.stderr
     assert "Run `arena db upgrade`" in refused.stderr and "Traceback" not in refused.stderr
     log = tmp_path / "gunicorn.log"
     server = gunicorn(instance, free_port(), log, "--workers", "1")
-    assert server.wait(timeout=60) != 0
+    assert server.wait(timeout=seconds(60)) != 0
     assert "Run `arena db upgrade`" in log.read_text()
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     refused = subprocess.run([ARENA, "serve", "--port", str(free_port())],
                              env=server_env(fresh), cwd=ROOT, capture_output=True, text=True,
-                             timeout=60)
+                             timeout=seconds(60))
     assert refused.returncode == 6 and "The database has no schema yet" in refused.stderr
 
 
@@ -262,7 +265,8 @@ def test_on_every_interface_it_prints_the_lan_address_a_phone_opens_and_its_qr(i
     process = serve(instance, port, "--host", "0.0.0.0")
     try:
         wait_healthy(port, process)
-        with urllib.request.urlopen(url, timeout=5) as response:  # (through the LAN address)
+        # (through the LAN address)
+        with urllib.request.urlopen(url, timeout=seconds(5)) as response:
             assert response.status == 200 and b"Arena" in response.read()
     finally:
         stop(process)

@@ -94,7 +94,7 @@ def test_votes_through_the_proxy_and_straight_to_each_server_are_all_stored(depl
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=120)
+        thread.join(timeout=seconds(120))
     assert not errors, errors
     assert len(issued) == 6 * 3 * 3
     assert set(issued) <= deployment.check_votes()
@@ -252,7 +252,7 @@ def _vote_through(port: int, ledger: Ledger, voters: int, sessions: int) -> list
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=120)
+        thread.join(timeout=seconds(120))
     return errors
 
 
@@ -311,13 +311,13 @@ def test_a_server_killed_under_load_loses_no_acknowledged_vote(deployment, capsy
         time.sleep(0.5)  # (those nginx sent to the frozen server wait for it)
         os.killpg(victim.pid, signal.SIGKILL)
         victim.wait()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + seconds(10)
         while not all(gone(pid) for pid in processes):
             assert time.monotonic() < deadline, "the killed server's processes live on"
             time.sleep(0.01)
         gone_at = time.monotonic()
         for path, probe in probes.items():
-            answer = probe.result(timeout=30)
+            answer = probe.result(timeout=seconds(30))
             assert (answer.status, answer.body) == (200, images[path])
         load.wait_for(60, after=gone_at)  # (the other server takes every voter)
     # nginx had sent some of those GETs to the server that died, and sent them on

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+from tests.timing import seconds
 from tests.web.servers import ROOT
 
 
@@ -14,7 +15,7 @@ def test_the_vote_files_benchmark_prints_its_figures():
     done = subprocess.run(
         [sys.executable, "benchmarks/vote_files.py", "--votes", "3000", "--models", "8",
          "--voters", "50", "--repeats", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, capture_output=True, text=True, timeout=seconds(300))
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     for label in ("no intervals", "default intervals"):
