@@ -321,9 +321,9 @@ def _interval(method, design, raw, data, fit, calibration, rounds, rng):
     if method == OLD:
         result = bootstrap(PairCounts.from_matrix(data.weighted_matrix(calibration)),
                            rounds=rounds, resample="vote", rng=rng, fit=fit)
-    elif method == "bootstrap":
+    elif method == "bootstrap":  # (as the leaderboard shows them)
         result = bootstrap(data, rounds=rounds, resample=resample, calibration=calibration,
-                           rng=rng, fit=fit)
+                           rng=rng, fit=fit, few_units=True)
     elif method in ("instant", NORMAL):  # (the first as the leaderboard shows them)
         result = instant_intervals(data, fit, resample=resample, calibration=calibration,
                                    rng=rng, few_units=method == "instant")

@@ -309,7 +309,7 @@ def _intervals(sub, fit, intervals, rounds, rng, resample, calibration):
     if rounds <= 0:
         return None
     return bootstrap(sub, rounds=rounds, rng=rng, resample=resample, calibration=calibration,
-                     level=LEVEL, fit=fit)
+                     level=LEVEL, fit=fit, few_units=True)
 
 
 def _flags(idle, fit, spread, active_names, ranking: Ranking, cluster: str) -> list[str]:
