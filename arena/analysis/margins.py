@@ -124,8 +124,8 @@ def calibration(margins: tuple[Margin, ...], cells: np.ndarray, votes: np.ndarra
         ``max_unrepresented`` of a margin's population (:func:`strata.unrepresented`)."""
     weights = None
     for _ in range(3):  # (a category held changes the weights, and so what the others are worth)
-        raking, flags = _calibration(margins, cells, votes, voters, min_votes, min_voters,
-                                     max_unrepresented, squares, weights)
+        raking, flags, groups = _calibration(margins, cells, votes, voters, min_votes,
+                                             min_voters, max_unrepresented, squares, weights)
         now = raking.weights(votes)
         if squares is None or (weights is not None and np.allclose(now, weights)):
             break
@@ -133,20 +133,14 @@ def calibration(margins: tuple[Margin, ...], cells: np.ndarray, votes: np.ndarra
     held = sum(held_share(cells[:, m], votes, now, [margin.targets.get(name, math.nan)
                                                    for name in CATEGORIES[margin.attribute]])
                for m, margin in enumerate(margins))
-    groups = tuple(_label(margin.attribute, name) for m, margin in enumerate(margins)
-                   for k, name in enumerate(CATEGORIES[margin.attribute])
-                   if margin.targets.get(name, 0) > 0 and np.isnan(raking.targets[m][k]))
-    missing = tuple(_label(margin.attribute, name) for m, margin in enumerate(margins)
-                    for k, name in enumerate(CATEGORIES[margin.attribute])
-                    if margin.targets.get(name, 0) > 0
-                    and not np.bincount(cells[:, m], weights=votes,
-                                        minlength=len(CATEGORIES[margin.attribute]))[k])
-    return replace(raking, held=held, held_groups=groups + missing), flags
+    return replace(raking, held=held, held_groups=tuple(groups)), flags
 
 
 def _calibration(margins, cells, votes, voters, min_votes, min_voters, max_unrepresented,
-                 squares, weights) -> tuple[Calibration, list[str]]:
-    targets, flags = [], []
+                 squares, weights) -> tuple[Calibration, list[str], list[str]]:
+    """The raking at ``weights`` (None: each cell's voters counted as they are), its flags
+    and the groups it leaves off their targets (too small to reweight, or without votes)."""
+    targets, flags, groups = [], [], []
     for m, margin in enumerate(margins):
         names = CATEGORIES[margin.attribute]
         per_votes = np.bincount(cells[:, m], weights=votes, minlength=len(names))
@@ -162,6 +156,7 @@ def _calibration(margins, cells, votes, voters, min_votes, min_voters, max_unrep
                                  field="margin")
         for k in np.flatnonzero(small):
             target[k] = math.nan
+            groups.append(_label(margin.attribute, names[k]))
             said = _voters(per_voters[k], worth[k])
             flags.append(f"{_label(margin.attribute, names[k])}: {said}, "
                          f"{per_votes[k]:.0f} votes (fewer than {min_voters} voters or "
@@ -172,8 +167,9 @@ def _calibration(margins, cells, votes, voters, min_votes, min_voters, max_unrep
             flags.append(f"{margin.attribute.replace('_', ' ')}: no votes from "
                          f"{', '.join(_label(margin.attribute, n) for n in missing)}; "
                          "their share is spread over the others")
+            groups += [_label(margin.attribute, n) for n in missing]
         targets.append(target)
-    return Calibration(cells, tuple(targets)), flags
+    return Calibration(cells, tuple(targets)), flags, groups
 
 
 def _voters(voters: float, worth: float) -> str:

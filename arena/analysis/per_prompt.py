@@ -79,18 +79,19 @@ def write(result: ByPrompt, fmt: str) -> str | bytes:
     """``result`` as text (a table per prompt), CSV, JSON or Parquet: one row per prompt
     and model. Raises RankingError for another format."""
     records = [asdict(row) for row in result.rows]
-    if fmt == "table":
+    if fmt == "table":  # (a block per prompt, then the flags, as a ranked table ends)
         lines, current = [], None
         for row in result.rows:
             if row.prompt_id != current:
                 current = row.prompt_id
-                lines += ["" if lines else None, f"#{row.prompt_id} {row.prompt[:70]} "
-                          f"({row.prompt_votes} votes)",
+                if lines:
+                    lines.append("")
+                lines += [f"#{row.prompt_id} {row.prompt[:70]} ({row.prompt_votes} votes)",
                           f"  {'rank':>4}  {'model':24} {'rating':>7}  {'95% CI':>11}  "
                           f"{'overall':>7}"]
             lines.append(f"  {row.rank:>4}  {row.model[:24]:24} {row.rating:7.1f}  "
                          f"{row.ci_low:5.0f}–{row.ci_high:<5.0f}  {row.overall_rating:7.1f}")
-        return "\n".join(line for line in lines if line is not None) + "\n"
+        return "\n".join(lines + [f"! {flag}" for flag in result.flags]) + "\n"
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.DictWriter(buf, COLUMNS, lineterminator="\n")

@@ -88,69 +88,55 @@ def rank_command(criterion, votes_file, method, rounds, intervals, cluster, marg
     rounds = 1000 if rounds is None else rounds
     sliced = any(v not in (None, False) for v in slice_options.values())
     if votes_file is not None:
-        if sliced or poststratify or margins or weights:
-            raise click.UsageError("slice options, margins and weights apply to the database "
-                                   "only")
+        if sliced or poststratify or margins or weights or by:
+            raise click.UsageError("slice options, margins, weights and --by apply to the "
+                                   "database only")
         ranking = rank_votes_file(votes_file, ties=ties, rounds=rounds, rng=rng,
                                   intervals=intervals, cluster=cluster, method=method)
     elif criterion is None:
         raise click.UsageError("give --criterion (or --votes FILE)")
-    elif by == "prompt":
-        as_of = None if live else published.shown_cutoff()
-        if as_of is not None:
-            click.echo(f"as of {as_of:%Y-%m-%d %H:%M} UTC: the votes counted in public "
-                       "figures at the last screen (--live: every vote now)", err=True)
-        _by_prompt(criterion, Slice(**slice_options, as_of=as_of), fmt, output, live,
-                   method != methods.DEFAULT or margins or poststratify or weights)
-        return
     else:
         as_of = None if live else published.shown_cutoff()
-        ranking = rank_models(criterion, method=method, rounds=rounds, rng=rng,
-                              slice_=Slice(**slice_options, as_of=as_of), intervals=intervals,
-                              cluster=cluster or "voter+prompt", margins=margins,
-                              poststratify=poststratify, weights=weights)
+        slice_ = Slice(**slice_options, as_of=as_of)
+        if by == "prompt":
+            from arena.analysis.per_prompt import rank_by_prompt
+
+            if method != methods.DEFAULT or margins or poststratify or weights:
+                raise click.UsageError("--by prompt ranks with Bradley-Terry over the votes as "
+                                       "cast: no --method, margins or weights")
+            ranking = rank_by_prompt(criterion, slice_)
+        else:
+            ranking = rank_models(criterion, method=method, rounds=rounds, rng=rng,
+                                  slice_=slice_, intervals=intervals,
+                                  cluster=cluster or "voter+prompt", margins=margins,
+                                  poststratify=poststratify, weights=weights)
         if live:
             ranking.flags.insert(0, LIVE_WARNING)
         else:
             click.echo(f"as of {as_of:%Y-%m-%d %H:%M} UTC: the votes counted in public "
                        "figures at the last screen (--live: every vote now)", err=True)
-    _write(ranking, fmt, output, exports)
+    if by == "prompt":
+        from arena.analysis.per_prompt import write
 
-
-
-def _by_prompt(criterion: str, slice_, fmt: str, output: Path | None, live: bool,
-               other: bool) -> None:
-    from arena.analysis.leaderboard import LIVE_WARNING
-    from arena.analysis.per_prompt import rank_by_prompt, write
-
-    if other:
-        raise click.UsageError("--by prompt ranks with Bradley-Terry over the votes as cast: "
-                               "no --method, margins or weights")
-    result = rank_by_prompt(criterion, slice_)
-    if live:
-        result.flags.insert(0, LIVE_WARNING)
-    written = write(result, fmt)
-    if output is None:
-        click.echo(written, nl=False)
+        _write(write(ranking, fmt), len(ranking.rows), ranking.flags, fmt, output)
     else:
-        (output.write_bytes if isinstance(written, bytes) else output.write_text)(written)
-        click.echo(f"Wrote {len(result.rows)} rows to {output}", err=True)
-    for flag in result.flags:
-        click.echo(f"{'' if fmt == 'table' and output is None else 'warning: '}{flag}",
-                   err=True)
+        _write(exports.write_ranking(ranking, fmt), len(ranking.models), ranking.flags, fmt,
+               output)
 
 
-def _write(ranking, fmt: str, output: Path | None, exports) -> None:
-    written = exports.write_ranking(ranking, fmt)
+def _write(written: str | bytes, rows: int, flags: list[str], fmt: str,
+           output: Path | None) -> None:
+    """A written table to stdout or ``output``; its flags to stderr where the text table,
+    which carries them, is not what is shown."""
     if output is None:
         click.echo(written, nl=False)
-    elif formats.RANKING[fmt].binary:
+    elif isinstance(written, bytes):
         output.write_bytes(written)
     else:
         output.write_text(written)
     if output is not None:
-        click.echo(f"Wrote {len(ranking.models)} rows to {output}", err=True)
-    for flag in ranking.flags if fmt != "table" else ():
+        click.echo(f"Wrote {rows} rows to {output}", err=True)
+    for flag in flags if fmt != "table" else ():
         click.echo(f"warning: {flag}", err=True)
 
 
